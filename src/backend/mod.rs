@@ -1,0 +1,221 @@
+//! The contract between the model and a compute device. Model, cache, batching and speculation
+//! code see only this trait; read it first.
+//!
+//! Tensors are contiguous row-major matrices `[rows, cols]` of f32 or u32. Every op writes into a
+//! caller-provided `dst`, so the model allocates its activations once per batch shape. GPU
+//! backends queue work and wait only in `sync` and `read_*`.
+//!
+//! Batch invariance: a row's result never depends on how many rows share the call, how a prompt
+//! was chunked, or where its KV slots live. Every reduction (matmul dot products, norms,
+//! attention) sums in a fixed order per row, so batched, chunked and speculative runs are
+//! bit-identical to one-token-at-a-time runs on backends that keep this promise.
+
+pub mod cpu;
+
+use std::sync::Arc;
+
+use crate::error::Result;
+use crate::quant::Format;
+
+/// Element type of a tensor.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum DType {
+    F32,
+    U32,
+}
+
+/// A device-resident matrix `[rows, cols]`.
+pub struct Tensor<B: Backend> {
+    pub buf: B::Buffer,
+    pub rows: usize,
+    pub cols: usize,
+    pub dtype: DType,
+}
+
+impl<B: Backend> Tensor<B> {
+    pub fn len(&self) -> usize {
+        self.rows * self.cols
+    }
+    pub fn is_empty(&self) -> bool {
+        self.len() == 0
+    }
+    pub fn shape(&self) -> [usize; 2] {
+        [self.rows, self.cols]
+    }
+}
+
+/// Host bytes shared with their owner (a memory map or a vector), so a backend that computes on
+/// the host can use weights in place while a GPU backend uploads them.
+#[derive(Clone)]
+pub struct HostBytes {
+    owner: Arc<dyn AsRef<[u8]> + Send + Sync>,
+    start: usize,
+    end: usize,
+}
+
+impl HostBytes {
+    /// The bytes `owner[range]`; the caller checked the range (the GGUF reader does).
+    pub fn new(owner: Arc<dyn AsRef<[u8]> + Send + Sync>, start: usize, end: usize) -> HostBytes {
+        assert!(start <= end && end <= (*owner).as_ref().len(), "HostBytes range outside its owner");
+        HostBytes { owner, start, end }
+    }
+    pub fn from_vec(bytes: Vec<u8>) -> HostBytes {
+        let end = bytes.len();
+        HostBytes { owner: Arc::new(bytes), start: 0, end }
+    }
+    pub fn bytes(&self) -> &[u8] {
+        &(*self.owner).as_ref()[self.start..self.end]
+    }
+}
+
+/// A weight matrix `[rows, cols]` in one storage format, in the backend's preferred layout.
+/// For matmul, `rows` is n (outputs) and `cols` is k (the reduced dimension).
+pub struct Weight<B: Backend> {
+    pub storage: B::WeightStorage,
+    pub format: Format,
+    pub rows: usize,
+    pub cols: usize,
+}
+
+/// Rotary embedding settings (RoPE, arXiv:2104.09864).
+#[derive(Clone, Copy, Debug, PartialEq)]
+pub struct Rope {
+    pub head_dim: usize,
+    /// Rotated dimensions per head (the first `n_rot`); the rest pass through.
+    pub n_rot: usize,
+    /// Base of the inverse frequencies: freq_i = theta^(-2i / n_rot).
+    pub theta: f32,
+    /// Linear position scaling (positions are multiplied by this; 1.0 = none).
+    pub freq_scale: f32,
+    pub style: RopeStyle,
+}
+
+/// Which pairs of a head are rotated together.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum RopeStyle {
+    /// ggml "normal" (llama): adjacent pairs (x[2i], x[2i+1]).
+    Normal,
+    /// ggml "neox" (qwen2, gpt-neox): halves (x[i], x[i + n_rot/2]).
+    Neox,
+}
+
+/// One layer's KV cache: slot `s` holds the key and value of one token, all KV heads.
+/// A sequence's position `p` lives at slot `block_table[seq][p / block_size] * block_size + p % block_size`.
+pub struct KvLayer<B: Backend> {
+    pub k: Tensor<B>, // [n_slots, n_kv_heads · head_dim]
+    pub v: Tensor<B>, // [n_slots, n_kv_heads · head_dim]
+}
+
+/// How the tokens of one forward call map onto sequences and KV slots (all on the device).
+pub struct AttnBatch<B: Backend> {
+    pub seq: Tensor<B>,         // u32 [n_tokens, 1]: row of `block_table` for each token
+    pub pos: Tensor<B>,         // u32 [n_tokens, 1]: absolute position of each token
+    pub slot: Tensor<B>,        // u32 [n_tokens, 1]: KV slot each token writes
+    pub block_table: Tensor<B>, // u32 [n_seqs, max_blocks_per_seq]
+    pub block_size: usize,
+}
+
+/// Attention geometry: n_heads query heads share n_kv_heads KV heads (GQA), head_dim each.
+#[derive(Clone, Copy, Debug, PartialEq)]
+pub struct AttnShape {
+    pub n_heads: usize,
+    pub n_kv_heads: usize,
+    pub head_dim: usize,
+    /// Multiplies q·k before the softmax (usually 1/sqrt(head_dim)).
+    pub scale: f32,
+}
+
+pub trait Backend: Send + Sync + Sized + 'static {
+    /// Device memory holding one tensor's elements.
+    type Buffer: Send + Sync;
+    /// One weight's (possibly repacked) blocks.
+    type WeightStorage: Send + Sync;
+
+    fn name(&self) -> &'static str;
+
+    // ---- memory ---------------------------------------------------------------------------
+    /// A zero-filled tensor.
+    fn alloc(&self, dtype: DType, rows: usize, cols: usize) -> Result<Tensor<Self>>;
+    /// dst[..data.len()] = data (f32 tensor).
+    fn write_f32(&self, dst: &mut Tensor<Self>, data: &[f32]) -> Result<()>;
+    /// dst[..data.len()] = data (u32 tensor).
+    fn write_u32(&self, dst: &mut Tensor<Self>, data: &[u32]) -> Result<()>;
+    /// out = src[..out.len()] (f32 tensor); waits for queued work.
+    fn read_f32(&self, src: &Tensor<Self>, out: &mut [f32]) -> Result<()>;
+    /// out = src[..out.len()] (u32 tensor); waits for queued work.
+    fn read_u32(&self, src: &Tensor<Self>, out: &mut [u32]) -> Result<()>;
+    /// Stores a `[rows, cols]` weight given as GGUF bytes, in this backend's preferred layout.
+    fn upload_weight(&self, format: Format, rows: usize, cols: usize, bytes: HostBytes) -> Result<Weight<Self>>;
+    /// Waits until all queued work is done.
+    fn sync(&self) -> Result<()>;
+
+    // ---- matmul ---------------------------------------------------------------------------
+    /// dst[m, n] = Σ_k x[m, k] · w[n, k]          x: [m, k]; w: [n, k] any format; dst: [m, n]
+    fn matmul(&self, x: &Tensor<Self>, w: &Weight<Self>, dst: &mut Tensor<Self>) -> Result<()>;
+
+    // ---- embed ----------------------------------------------------------------------------
+    /// dst[t, :] = table[ids[t], :]                ids: u32 [n_tokens, 1]; table: [vocab, d]
+    fn embed(&self, table: &Weight<Self>, ids: &Tensor<Self>, dst: &mut Tensor<Self>) -> Result<()>;
+
+    // ---- norm -----------------------------------------------------------------------------
+    /// dst[r, :] = x[r, :] · gain / sqrt(mean(x[r, :]²) + eps)    x, dst: [rows, d]; gain: [1, d]
+    fn rms_norm(&self, x: &Tensor<Self>, gain: &Tensor<Self>, eps: f32, dst: &mut Tensor<Self>) -> Result<()>;
+
+    // ---- rope -----------------------------------------------------------------------------
+    /// Rotates every head of x[t, :] = [n_heads · head_dim] in place by position pos[t].
+    fn rope(&self, x: &mut Tensor<Self>, pos: &Tensor<Self>, rope: &Rope) -> Result<()>;
+    /// Per-head RMSNorm with gain [1, head_dim], then RoPE, in place (models with q/k norms).
+    fn rms_norm_rope(
+        &self,
+        x: &mut Tensor<Self>,
+        gain: &Tensor<Self>,
+        eps: f32,
+        pos: &Tensor<Self>,
+        rope: &Rope,
+    ) -> Result<()>;
+
+    // ---- elementwise ----------------------------------------------------------------------
+    /// dst = silu(gate) · up                         (SwiGLU; all [rows, d_ff])
+    fn silu_mul(&self, gate: &Tensor<Self>, up: &Tensor<Self>, dst: &mut Tensor<Self>) -> Result<()>;
+    /// x += y                                        (residual; same shape)
+    fn add_assign(&self, x: &mut Tensor<Self>, y: &Tensor<Self>) -> Result<()>;
+    /// x[r, :] += bias[0, :]                         (projection biases)
+    fn add_bias(&self, x: &mut Tensor<Self>, bias: &Tensor<Self>) -> Result<()>;
+    /// dst[i, :] = x[rows[i], :]                      rows: u32 [n, 1] (pick the rows that need logits)
+    fn gather_rows(&self, x: &Tensor<Self>, rows: &Tensor<Self>, dst: &mut Tensor<Self>) -> Result<()>;
+
+    // ---- attention ------------------------------------------------------------------------
+    /// cache.k[slot[t], :] = k[t, :], cache.v[slot[t], :] = v[t, :]
+    fn kv_write(
+        &self,
+        k: &Tensor<Self>,
+        v: &Tensor<Self>,
+        slot: &Tensor<Self>,
+        cache: &mut KvLayer<Self>,
+    ) -> Result<()>;
+    /// Causal attention with online softmax: for token t of sequence s at position p and head h,
+    /// dst[t, h] = Σ_{j ≤ p} softmax_j(scale · q[t, h] · K_s[j, h/g]) · V_s[j, h/g], reading
+    /// K_s, V_s through the block table.    q, dst: [n_tokens, n_heads · head_dim]
+    fn attention(
+        &self,
+        q: &Tensor<Self>,
+        cache: &KvLayer<Self>,
+        batch: &AttnBatch<Self>,
+        shape: &AttnShape,
+        dst: &mut Tensor<Self>,
+    ) -> Result<()>;
+    /// Copies KV slots [src, src + n) to [dst, dst + n) (copy-on-write of a shared page).
+    fn copy_slots(&self, cache: &mut KvLayer<Self>, src: usize, dst: usize, n: usize) -> Result<()>;
+
+    // ---- sampling -------------------------------------------------------------------------
+    /// dst[r] = argmax_j x[r, j], lowest index on ties.     x: [rows, vocab]; dst: u32 [rows, 1]
+    fn argmax(&self, x: &Tensor<Self>, dst: &mut Tensor<Self>) -> Result<()>;
+}
+
+/// Checks that a tensor has the shape an op expects.
+pub fn expect_shape<B: Backend>(op: &'static str, t: &Tensor<B>, rows: usize, cols: usize) -> Result<()> {
+    if t.rows != rows || t.cols != cols {
+        return Err(crate::Error::Shape { op, expected: vec![rows, cols], got: vec![t.rows, t.cols] });
+    }
+    Ok(())
+}

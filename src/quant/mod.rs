@@ -1,0 +1,139 @@
+//! Weight formats: ggml's block layouts, read bit-exactly as GGUF stores them.
+//! Layouts: https://github.com/ggml-org/ggml/blob/master/src/ggml-common.h
+//!
+//! A row of `cols` values is `cols / block_len` blocks stored back to back. Each format has a
+//! scalar dequantizer (the reference every kernel is tested against) and, where it can be
+//! quantized, a quantizer reproducing the `gguf` Python package's reference bytes.
+
+use crate::error::{Error, Result};
+
+/// A tensor storage format, numbered by ggml's type ids.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
+pub enum Format {
+    F32,
+    F16,
+    BF16,
+    Q4_0,
+    Q4_1,
+    Q5_0,
+    Q5_1,
+    Q8_0,
+}
+
+impl Format {
+    pub const ALL: [Format; 8] =
+        [Format::F32, Format::F16, Format::BF16, Format::Q4_0, Format::Q4_1, Format::Q5_0, Format::Q5_1, Format::Q8_0];
+
+    /// ggml's type id (`enum ggml_type`).
+    pub const fn ggml_id(self) -> u32 {
+        match self {
+            Format::F32 => 0,
+            Format::F16 => 1,
+            Format::Q4_0 => 2,
+            Format::Q4_1 => 3,
+            Format::Q5_0 => 6,
+            Format::Q5_1 => 7,
+            Format::Q8_0 => 8,
+            Format::BF16 => 30,
+        }
+    }
+
+    /// The format for a ggml type id, or an error naming the type when this engine cannot read it.
+    pub fn from_ggml_id(id: u32, tensor: &str) -> Result<Format> {
+        Format::ALL.into_iter().find(|f| f.ggml_id() == id).ok_or_else(|| Error::UnsupportedTensorType {
+            tensor: tensor.to_string(),
+            type_name: ggml_type_name(id),
+            type_id: id,
+        })
+    }
+
+    pub const fn name(self) -> &'static str {
+        ggml_type_name(self.ggml_id())
+    }
+
+    /// Values per block.
+    pub const fn block_len(self) -> usize {
+        match self {
+            Format::F32 | Format::F16 | Format::BF16 => 1,
+            _ => 32,
+        }
+    }
+
+    /// Bytes per block.
+    pub const fn block_bytes(self) -> usize {
+        match self {
+            Format::F32 => 4,
+            Format::F16 | Format::BF16 => 2,
+            Format::Q4_0 => 18,
+            Format::Q4_1 => 20,
+            Format::Q5_0 => 22,
+            Format::Q5_1 => 24,
+            Format::Q8_0 => 34,
+        }
+    }
+
+    pub const fn is_quantized(self) -> bool {
+        self.block_len() > 1
+    }
+
+    /// Bytes of one row of `cols` values; an error when `cols` is not a whole number of blocks.
+    pub fn row_bytes(self, cols: usize) -> Result<usize> {
+        if cols % self.block_len() != 0 {
+            return Err(Error::InvalidArgument(format!(
+                "{} rows hold whole blocks of {} values; {cols} is not a multiple",
+                self.name(),
+                self.block_len()
+            )));
+        }
+        (cols / self.block_len())
+            .checked_mul(self.block_bytes())
+            .ok_or_else(|| Error::InvalidArgument(format!("row of {cols} values overflows")))
+    }
+
+    /// Parses a user-facing name such as `q4_0` or `F16`.
+    pub fn parse(name: &str) -> Option<Format> {
+        Format::ALL.into_iter().find(|f| f.name().eq_ignore_ascii_case(name))
+    }
+}
+
+/// ggml's name for every type id it defines, known or not to this engine (for error messages).
+pub const fn ggml_type_name(id: u32) -> &'static str {
+    match id {
+        0 => "F32",
+        1 => "F16",
+        2 => "Q4_0",
+        3 => "Q4_1",
+        6 => "Q5_0",
+        7 => "Q5_1",
+        8 => "Q8_0",
+        9 => "Q8_1",
+        10 => "Q2_K",
+        11 => "Q3_K",
+        12 => "Q4_K",
+        13 => "Q5_K",
+        14 => "Q6_K",
+        15 => "Q8_K",
+        16 => "IQ2_XXS",
+        17 => "IQ2_XS",
+        18 => "IQ3_XXS",
+        19 => "IQ1_S",
+        20 => "IQ4_NL",
+        21 => "IQ3_S",
+        22 => "IQ2_S",
+        23 => "IQ4_XS",
+        24 => "I8",
+        25 => "I16",
+        26 => "I32",
+        27 => "I64",
+        28 => "F64",
+        29 => "IQ1_M",
+        30 => "BF16",
+        34 => "TQ1_0",
+        35 => "TQ2_0",
+        39 => "MXFP4",
+        _ => "unknown",
+    }
+}
+
+mod dequant;
+pub use dequant::dequantize_row;
