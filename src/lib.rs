@@ -2,9 +2,13 @@
 //! through CUDA. Read `backend/mod.rs` (the contract) and `model/llama.rs` (the forward pass) first.
 
 pub mod backend;
+pub mod bench;
 pub mod error;
 pub mod fetch;
+pub mod generate;
 pub mod gguf;
+pub mod kv_cache;
+pub mod model;
 pub mod quant;
 
 pub use backend::Backend;

@@ -1,0 +1,34 @@
+//! `ultra info`: what a GGUF holds, and what the engine makes of it.
+
+use anyhow::Result;
+
+use super::InfoArgs;
+use ultra::model::{Config, weight_format_summary};
+
+pub fn run(args: InfoArgs) -> Result<()> {
+    let gguf = args.model.open()?;
+    println!("GGUF v{}, {} metadata entries, {} tensors, alignment {}", gguf.version, gguf.metadata.len(), gguf.tensors.len(), gguf.alignment);
+    println!("\nmetadata:");
+    for (key, value) in &gguf.metadata {
+        println!("  {key:<44} {value}");
+    }
+    println!("\ntensors:");
+    for t in &gguf.tensors {
+        let dims: Vec<String> = t.dims.iter().map(u64::to_string).collect();
+        println!("  {:<32} {:<8} [{}] {} bytes", t.name, t.type_name(), dims.join(", "), t.n_bytes);
+    }
+    let formats: Vec<String> = weight_format_summary(&gguf).iter().map(|(f, n)| format!("{n} {}", f.name())).collect();
+    println!("\nformats: {}", formats.join(", "));
+    match Config::from_gguf(&gguf) {
+        Ok(c) => println!(
+            "model: {} — {} layers, d_model {}, d_ff {}, {} heads / {} kv heads × {}, vocab {}, rope θ {} ({:?}), ctx {}",
+            c.arch.name(), c.n_layers, c.d_model, c.d_ff, c.n_heads, c.n_kv_heads, c.head_dim, c.vocab_size,
+            c.rope.theta, c.rope.style, c.context_length
+        ),
+        Err(e) => println!("model: not runnable by this engine: {e}"),
+    }
+    if let Some(backend) = args.backend {
+        println!("backend: {backend:?}");
+    }
+    Ok(())
+}

@@ -1,0 +1,177 @@
+//! The commands of the `ultra` binary, one file each, and what they share: argument structs,
+//! model loading, and the one place a backend name becomes a backend.
+
+pub mod bench;
+pub mod generate;
+pub mod info;
+pub mod perplexity;
+pub mod synth;
+pub mod tokenize;
+
+use std::path::PathBuf;
+
+use anyhow::{Context, Result};
+use clap::{Args, ValueEnum};
+
+use ultra::gguf::Gguf;
+
+#[derive(Clone, Copy, Debug, PartialEq, Eq, ValueEnum)]
+pub enum BackendName {
+    Cpu,
+    Wgpu,
+    Cuda,
+}
+
+/// Calls `$body` with `$be` bound to the chosen backend. The only match on backend names.
+macro_rules! with_backend {
+    ($name:expr, |$be:ident| $body:expr) => {
+        match $name {
+            $crate::cli::BackendName::Cpu => {
+                let $be = ultra::Cpu::new();
+                $body
+            }
+            $crate::cli::BackendName::Wgpu => Err(ultra::Error::BackendNotBuilt("wgpu").into()),
+            $crate::cli::BackendName::Cuda => Err(ultra::Error::BackendNotBuilt("cuda").into()),
+        }
+    };
+}
+pub(crate) use with_backend;
+
+/// Where the model comes from: `--model PATH`, or the default model (fetched on first use).
+#[derive(Args, Clone, Debug)]
+pub struct ModelArgs {
+    /// GGUF model file (default: SmolLM2-135M-Instruct Q4_1, fetched and cached on first use).
+    #[arg(long)]
+    pub model: Option<PathBuf>,
+}
+
+impl ModelArgs {
+    pub fn open(&self) -> Result<Gguf> {
+        let path = match &self.model {
+            Some(p) => p.clone(),
+            None => ultra::fetch::default_model()?,
+        };
+        Gguf::open(&path).with_context(|| format!("loading {}", path.display()))
+    }
+}
+
+#[derive(Args, Clone, Debug)]
+pub struct GenerateArgs {
+    #[command(flatten)]
+    pub model: ModelArgs,
+    /// The prompt. Special tokens written in it (`<|im_start|>`) are recognized.
+    #[arg(long)]
+    pub prompt: String,
+    #[arg(long, default_value_t = 128)]
+    pub max_tokens: usize,
+    /// 0 = greedy.
+    #[arg(long, default_value_t = 0.0)]
+    pub temperature: f32,
+    /// 0 = off.
+    #[arg(long, default_value_t = 0)]
+    pub top_k: usize,
+    #[arg(long, default_value_t = 1.0)]
+    pub top_p: f32,
+    #[arg(long, default_value_t = 0.0)]
+    pub min_p: f32,
+    /// 1.0 = off.
+    #[arg(long, default_value_t = 1.0)]
+    pub repeat_penalty: f32,
+    #[arg(long, default_value_t = 0)]
+    pub seed: u64,
+    #[arg(long, value_enum, default_value_t = BackendName::Cpu)]
+    pub backend: BackendName,
+    /// Wrap the prompt in the model's chat template as a user message.
+    #[arg(long)]
+    pub chat: bool,
+    /// Print one JSON object at the end and nothing else on stdout.
+    #[arg(long)]
+    pub json: bool,
+    /// Context size in tokens (default: the model's, at most 4096).
+    #[arg(long)]
+    pub ctx: Option<usize>,
+    /// Prompt tokens per forward pass.
+    #[arg(long, default_value_t = 512)]
+    pub batch: usize,
+}
+
+#[derive(Args, Clone, Debug)]
+pub struct TokenizeArgs {
+    #[command(flatten)]
+    pub model: ModelArgs,
+    #[arg(long)]
+    pub text: String,
+    /// Treat special-token text (`<|im_start|>`) as plain text.
+    #[arg(long)]
+    pub no_special: bool,
+    #[arg(long)]
+    pub json: bool,
+}
+
+#[derive(Args, Clone, Debug)]
+pub struct PerplexityArgs {
+    #[command(flatten)]
+    pub model: ModelArgs,
+    /// Text file to score.
+    #[arg(long)]
+    pub file: PathBuf,
+    /// Tokens per chunk.
+    #[arg(long, default_value_t = 512)]
+    pub ctx: usize,
+    /// Tokens per forward pass (default: ctx).
+    #[arg(long)]
+    pub batch: Option<usize>,
+    #[arg(long, value_enum, default_value_t = BackendName::Cpu)]
+    pub backend: BackendName,
+    #[arg(long)]
+    pub json: bool,
+}
+
+#[derive(Args, Clone, Debug)]
+pub struct InfoArgs {
+    #[command(flatten)]
+    pub model: ModelArgs,
+    /// Also describe this backend's device.
+    #[arg(long, value_enum)]
+    pub backend: Option<BackendName>,
+}
+
+#[derive(Args, Clone, Debug)]
+pub struct SynthArgs {
+    #[arg(long, default_value = "llama")]
+    pub arch: String,
+    /// smollm2-135m, llama-1b or llama-8b.
+    #[arg(long)]
+    pub preset: String,
+    /// Weight format: q4_0, q4_1, q8_0, f16 (also q5_0, q5_1, bf16, f32).
+    #[arg(long = "type")]
+    pub format: String,
+    #[arg(long, default_value_t = 1)]
+    pub seed: u64,
+    #[arg(long)]
+    pub out: PathBuf,
+}
+
+#[derive(Args, Clone, Debug)]
+pub struct BenchArgs {
+    #[command(flatten)]
+    pub model: ModelArgs,
+    #[arg(long, value_enum, default_value_t = BackendName::Cpu)]
+    pub backend: BackendName,
+    /// Prompt tokens to prefill.
+    #[arg(short = 'p', long = "prompt-tokens", default_value_t = 512)]
+    pub prompt_tokens: usize,
+    /// Tokens to decode.
+    #[arg(short = 'n', long = "gen-tokens", default_value_t = 128)]
+    pub gen_tokens: usize,
+    /// Runs; the median is reported.
+    #[arg(short = 'r', long = "runs", default_value_t = 5)]
+    pub runs: usize,
+    #[arg(long)]
+    pub json: bool,
+}
+
+/// The context to serve: `--ctx`, else the model's trained context capped at 4096.
+pub fn context_size(requested: Option<usize>, trained: usize) -> usize {
+    requested.unwrap_or(trained.min(4096)).max(1)
+}

@@ -1,0 +1,47 @@
+//! `ultra perplexity`: llama-perplexity's figure for a text file (see generate/perplexity.rs).
+
+use anyhow::{Context, Result};
+use serde_json::json;
+
+use super::{PerplexityArgs, with_backend};
+use ultra::Backend;
+use ultra::generate::perplexity;
+use ultra::gguf::Gguf;
+use ultra::kv_cache::CacheLayout;
+use ultra::model::Runner;
+use ultra::tokenizer::Tokenizer;
+
+pub fn run(args: PerplexityArgs) -> Result<()> {
+    let gguf = args.model.open()?;
+    with_backend!(args.backend, |be| run_on(be, &gguf, &args))
+}
+
+fn run_on<B: Backend>(backend: B, gguf: &Gguf, args: &PerplexityArgs) -> Result<()> {
+    let text = std::fs::read_to_string(&args.file).with_context(|| format!("reading {}", args.file.display()))?;
+    let tokenizer = Tokenizer::from_gguf(gguf)?;
+    // As llama-perplexity: the whole file, special-token text left as text.
+    let tokens = tokenizer.encode(&text, false)?;
+    let mut runner = Runner::new(backend, gguf, CacheLayout::plain(1, args.ctx), args.ctx)?;
+    let batch = args.batch.unwrap_or(args.ctx);
+    if !args.json {
+        eprintln!("{} tokens, {} chunks of {}", tokens.len(), tokens.len() / args.ctx.max(1), args.ctx);
+    }
+    let result = perplexity(&mut runner, &tokens, args.ctx, batch, |chunk, running| {
+        if !args.json {
+            eprint!("[{}]{running:.4},", chunk + 1);
+        }
+    })?;
+    if args.json {
+        let out = json!({
+            "ppl": result.ppl,
+            "ppl_stderr": result.stderr,
+            "n_chunks": result.n_chunks,
+            "tokens_scored": result.tokens_scored,
+        });
+        println!("{out}");
+    } else {
+        eprintln!();
+        println!("Final estimate: PPL = {:.4} +/- {:.5}", result.ppl, result.stderr);
+    }
+    Ok(())
+}

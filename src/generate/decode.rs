@@ -1,0 +1,100 @@
+//! The prefill/decode loop for one sequence: prompt in chunks, then one token per forward pass,
+//! sampling each from the last logits, until an end-of-generation token or the token budget.
+
+use std::time::Instant;
+
+use crate::backend::Backend;
+use crate::error::{Error, Result};
+use crate::generate::sampler::Sampler;
+use crate::kv_cache::SeqId;
+use crate::model::{Batch, Runner};
+
+#[derive(Clone, Debug)]
+pub struct GenerateOptions {
+    pub max_tokens: usize,
+    /// Prompt tokens per forward pass during prefill (llama.cpp's n_batch).
+    pub prefill_chunk: usize,
+    /// Token ids that end generation (included in the output, like llama.cpp's stop token).
+    pub eog: Vec<u32>,
+}
+
+/// What one generation produced, with its timings.
+#[derive(Clone, Debug, Default)]
+pub struct Generation {
+    pub tokens: Vec<u32>,
+    pub stopped_at_eog: bool,
+    pub prefill_secs: f64,
+    pub decode_secs: f64,
+    pub n_prompt: usize,
+}
+
+impl Generation {
+    pub fn prefill_tok_s(&self) -> f64 {
+        self.n_prompt as f64 / self.prefill_secs.max(1e-9)
+    }
+    /// Decode speed: tokens after the first (which comes from the prefill's logits) per second.
+    pub fn decode_tok_s(&self) -> f64 {
+        self.tokens.len().saturating_sub(1) as f64 / self.decode_secs.max(1e-9)
+    }
+}
+
+/// Feeds `tokens` to `seq` in chunks; returns the logits of the last one.
+pub fn prefill<B: Backend>(runner: &mut Runner<B>, seq: SeqId, tokens: &[u32], chunk: usize) -> Result<Vec<f32>> {
+    if tokens.is_empty() {
+        return Err(Error::InvalidArgument("the prompt is empty".into()));
+    }
+    let start = runner.cache.seq_len(seq)?;
+    if start + tokens.len() > runner.context {
+        return Err(Error::ContextOverflow { prompt: start + tokens.len(), context: runner.context });
+    }
+    let chunk = chunk.max(1);
+    for (i, piece) in tokens.chunks(chunk).enumerate() {
+        let is_last = (i + 1) * chunk >= tokens.len();
+        let mut batch = Batch::sequence(seq, start + i * chunk, piece, false);
+        if !is_last {
+            batch.tokens.iter_mut().for_each(|t| t.logits = false);
+        }
+        runner.forward(&batch)?;
+    }
+    Ok(runner.logits(0).to_vec())
+}
+
+/// Generates up to `max_tokens` tokens after `prompt`, calling `on_token` as each is chosen.
+pub fn generate<B: Backend>(
+    runner: &mut Runner<B>,
+    seq: SeqId,
+    prompt: &[u32],
+    sampler: &mut Sampler,
+    opts: &GenerateOptions,
+    mut on_token: impl FnMut(u32) -> Result<()>,
+) -> Result<Generation> {
+    let mut out = Generation { n_prompt: prompt.len(), ..Generation::default() };
+    let mut history: Vec<u32> = prompt.to_vec();
+    let t0 = Instant::now();
+    let logits = prefill(runner, seq, prompt, opts.prefill_chunk)?;
+    let mut next = sampler.sample(&logits, &history);
+    out.prefill_secs = t0.elapsed().as_secs_f64();
+    let t1 = Instant::now();
+    while out.tokens.len() < opts.max_tokens {
+        out.tokens.push(next);
+        history.push(next);
+        on_token(next)?;
+        if opts.eog.contains(&next) {
+            out.stopped_at_eog = true;
+            break;
+        }
+        let pos = runner.cache.seq_len(seq)?;
+        if out.tokens.len() == opts.max_tokens || pos >= runner.context {
+            break;
+        }
+        let batch = Batch::sequence(seq, pos, &[next], false);
+        next = if sampler.is_greedy() {
+            runner.forward_argmax(&batch)?[0]
+        } else {
+            runner.forward(&batch)?;
+            sampler.sample(runner.logits(0), &history)
+        };
+    }
+    out.decode_secs = t1.elapsed().as_secs_f64();
+    Ok(out)
+}

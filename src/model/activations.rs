@@ -1,0 +1,60 @@
+//! Buffers for one batch shape, allocated once and reused for every forward call of that shape,
+//! so the decode loop allocates nothing (llama2.c's RunState).
+
+use crate::backend::{AttnBatch, Backend, DType, Tensor};
+use crate::error::Result;
+use crate::model::Config;
+
+pub struct Activations<B: Backend> {
+    pub n_tokens: usize,
+    pub n_logits: usize,
+    pub ids: Tensor<B>,        // u32 [n_tokens, 1]
+    pub batch: AttnBatch<B>,   // seq, pos, slot: u32 [n_tokens, 1]; block_table: u32 [n_tokens, max_blocks]
+    pub x: Tensor<B>,          // [n_tokens, d_model]  residual stream
+    pub xb: Tensor<B>,         // [n_tokens, d_model]  normed input / sublayer output
+    pub q: Tensor<B>,          // [n_tokens, q_dim]
+    pub k: Tensor<B>,          // [n_tokens, kv_dim]
+    pub v: Tensor<B>,          // [n_tokens, kv_dim]
+    pub att: Tensor<B>,        // [n_tokens, q_dim]    attention output, heads concatenated
+    pub gate: Tensor<B>,       // [n_tokens, d_ff]
+    pub up: Tensor<B>,         // [n_tokens, d_ff]
+    pub hidden_ff: Tensor<B>,  // [n_tokens, d_ff]     silu(gate) · up
+    pub logit_rows: Tensor<B>, // u32 [n_logits, 1]    which rows produce logits
+    pub last: Tensor<B>,       // [n_logits, d_model]
+    pub last_norm: Tensor<B>,  // [n_logits, d_model]
+    pub logits: Tensor<B>,     // [n_logits, vocab]
+    pub argmax: Tensor<B>,     // u32 [n_logits, 1]
+}
+
+impl<B: Backend> Activations<B> {
+    pub fn new(be: &B, c: &Config, n_tokens: usize, n_logits: usize, max_blocks: usize, block_size: usize) -> Result<Self> {
+        let f = |rows, cols| be.alloc(DType::F32, rows, cols);
+        let u = |rows, cols| be.alloc(DType::U32, rows, cols);
+        Ok(Activations {
+            n_tokens,
+            n_logits,
+            ids: u(n_tokens, 1)?,
+            batch: AttnBatch {
+                seq: u(n_tokens, 1)?,
+                pos: u(n_tokens, 1)?,
+                slot: u(n_tokens, 1)?,
+                block_table: u(n_tokens, max_blocks)?,
+                block_size,
+            },
+            x: f(n_tokens, c.d_model)?,
+            xb: f(n_tokens, c.d_model)?,
+            q: f(n_tokens, c.q_dim())?,
+            k: f(n_tokens, c.kv_dim())?,
+            v: f(n_tokens, c.kv_dim())?,
+            att: f(n_tokens, c.q_dim())?,
+            gate: f(n_tokens, c.d_ff)?,
+            up: f(n_tokens, c.d_ff)?,
+            hidden_ff: f(n_tokens, c.d_ff)?,
+            logit_rows: u(n_logits, 1)?,
+            last: f(n_logits, c.d_model)?,
+            last_norm: f(n_logits, c.d_model)?,
+            logits: f(n_logits, c.vocab_size)?,
+            argmax: u(n_logits, 1)?,
+        })
+    }
+}

@@ -1,0 +1,187 @@
+//! Runs batches through the model: checks them, grows each sequence's cache, fills the device
+//! inputs (ids, positions, slots, block table) and reads back the logits. Activations are kept
+//! per batch shape, so a decode loop reuses one set and allocates nothing.
+
+use std::path::Path;
+
+use crate::backend::Backend;
+use crate::error::{Error, Result};
+use crate::gguf::Gguf;
+use crate::kv_cache::{CacheLayout, KvCache};
+use crate::model::{Activations, Batch, Config, Llama, Weights};
+
+/// Distinct batch shapes whose activations are kept (decode, prefill chunk, a few others).
+const MAX_SHAPES: usize = 6;
+
+pub struct Runner<B: Backend> {
+    pub backend: B,
+    pub model: Llama<B>,
+    pub cache: KvCache<B>,
+    /// Longest sequence this runner serves (the context size).
+    pub context: usize,
+    shapes: Vec<Activations<B>>, // most recently used last
+    logits: Vec<f32>,            // host copy of the last call's logits [n_logits, vocab]
+    /// Forward passes run so far (one per `forward` call, whatever the batch size).
+    pub forward_passes: u64,
+    host: HostInputs,
+}
+
+/// Host staging for the per-call device inputs (kept to avoid allocating per call).
+#[derive(Default)]
+struct HostInputs {
+    ids: Vec<u32>,
+    seq: Vec<u32>,
+    pos: Vec<u32>,
+    slot: Vec<u32>,
+    table: Vec<u32>,
+    logit_rows: Vec<u32>,
+}
+
+impl<B: Backend> Runner<B> {
+    /// Loads the model from a parsed GGUF onto `backend`, with a KV cache of this layout.
+    pub fn new(backend: B, gguf: &Gguf, layout: CacheLayout, context: usize) -> Result<Runner<B>> {
+        let config = Config::from_gguf(gguf)?;
+        let weights = Weights::load(&backend, gguf, &config)?;
+        let cache = KvCache::new(&backend, &config, layout)?;
+        let context = context.min(cache.max_seq_len());
+        let model = Llama { config, weights };
+        Ok(Runner { backend, model, cache, context, shapes: Vec::new(), logits: Vec::new(), forward_passes: 0, host: HostInputs::default() })
+    }
+
+    /// Opens a GGUF file and loads it with a plain cache for `max_seqs` sequences of `context`.
+    pub fn open(backend: B, path: &Path, max_seqs: usize, context: usize) -> Result<Runner<B>> {
+        let gguf = Gguf::open(path)?;
+        let config = Config::from_gguf(&gguf)?;
+        let context = context.min(config.context_length).max(1);
+        Runner::new(backend, &gguf, CacheLayout::plain(max_seqs, context), context)
+    }
+
+    pub fn config(&self) -> &Config {
+        &self.model.config
+    }
+
+    /// Runs one batch; afterwards `logits(i)` is the i-th row that asked for logits.
+    pub fn forward(&mut self, batch: &Batch) -> Result<()> {
+        self.run(batch)?;
+        let n = batch.n_logits() * self.config().vocab_size;
+        self.logits.resize(n, 0.0);
+        let a = self.shapes.last().expect("run leaves its shape last");
+        self.backend.read_f32(&a.logits, &mut self.logits)
+    }
+
+    /// Runs one batch and returns the argmax of each logits row, computed on the device so only
+    /// the token ids come back.
+    pub fn forward_argmax(&mut self, batch: &Batch) -> Result<Vec<u32>> {
+        self.run(batch)?;
+        let a = self.shapes.last_mut().expect("run leaves its shape last");
+        self.backend.argmax(&a.logits, &mut a.argmax)?;
+        let mut ids = vec![0u32; batch.n_logits()];
+        self.backend.read_u32(&a.argmax, &mut ids)?;
+        Ok(ids)
+    }
+
+    /// Logits of the i-th logits row of the last `forward`.
+    pub fn logits(&self, i: usize) -> &[f32] {
+        let v = self.config().vocab_size;
+        &self.logits[i * v..(i + 1) * v]
+    }
+
+    fn run(&mut self, batch: &Batch) -> Result<()> {
+        self.check(batch)?;
+        let seqs = batch.seqs();
+        for &s in &seqs {
+            let end = batch.tokens.iter().filter(|t| t.seq == s).map(|t| t.pos + 1).max().unwrap_or(0);
+            self.cache.grow(s, end)?;
+        }
+        self.stage_inputs(batch, &seqs)?;
+        let (n_tokens, n_logits) = (batch.len(), batch.n_logits().max(1));
+        self.use_shape(n_tokens, n_logits)?;
+        let a = self.shapes.last_mut().expect("use_shape leaves its shape last");
+        let be = &self.backend;
+        let h = &self.host;
+        be.write_u32(&mut a.ids, &h.ids)?;
+        be.write_u32(&mut a.batch.seq, &h.seq)?;
+        be.write_u32(&mut a.batch.pos, &h.pos)?;
+        be.write_u32(&mut a.batch.slot, &h.slot)?;
+        be.write_u32(&mut a.batch.block_table, &h.table)?;
+        be.write_u32(&mut a.logit_rows, &h.logit_rows)?;
+        self.model.forward(be, &mut self.cache, a)?;
+        self.forward_passes += 1;
+        Ok(())
+    }
+
+    /// Each sequence's tokens continue it at consecutive positions from its current length.
+    fn check(&self, batch: &Batch) -> Result<()> {
+        if batch.is_empty() {
+            return Err(Error::InvalidArgument("empty batch".into()));
+        }
+        let vocab = self.config().vocab_size;
+        for s in batch.seqs() {
+            let mut next = self.cache.seq_len(s)?;
+            for t in batch.tokens.iter().filter(|t| t.seq == s) {
+                if t.pos != next {
+                    return Err(Error::InvalidArgument(format!(
+                        "sequence {s}: token at position {} but the next position is {next}",
+                        t.pos
+                    )));
+                }
+                if t.token as usize >= vocab {
+                    return Err(Error::InvalidArgument(format!("token id {} is outside the vocabulary ({vocab})", t.token)));
+                }
+                next += 1;
+            }
+            if next > self.context {
+                return Err(Error::ContextOverflow { prompt: next, context: self.context });
+            }
+        }
+        Ok(())
+    }
+
+    /// Fills the host copies of the device inputs.
+    fn stage_inputs(&mut self, batch: &Batch, seqs: &[usize]) -> Result<()> {
+        let max_blocks = self.cache.blocks_for(self.context);
+        let h = &mut self.host;
+        h.ids.clear();
+        h.seq.clear();
+        h.pos.clear();
+        h.slot.clear();
+        h.logit_rows.clear();
+        h.table.clear();
+        h.table.resize(batch.len() * max_blocks, 0);
+        for (row, &s) in seqs.iter().enumerate() {
+            let blocks = self.cache.blocks(s)?;
+            h.table[row * max_blocks..row * max_blocks + blocks.len()].copy_from_slice(blocks);
+        }
+        for (i, t) in batch.tokens.iter().enumerate() {
+            h.ids.push(t.token);
+            h.seq.push(seqs.iter().position(|&s| s == t.seq).expect("seq listed") as u32);
+            h.pos.push(t.pos as u32);
+            h.slot.push(self.cache.slot(t.seq, t.pos)?);
+            if t.logits {
+                h.logit_rows.push(i as u32);
+            }
+        }
+        if h.logit_rows.is_empty() {
+            // The output projection still needs a row; its logits are simply not read.
+            h.logit_rows.push(batch.len() as u32 - 1);
+        }
+        Ok(())
+    }
+
+    /// Moves this batch shape's activations to the end of `shapes`, allocating them on first use.
+    fn use_shape(&mut self, n_tokens: usize, n_logits: usize) -> Result<()> {
+        let found = self.shapes.iter().position(|a| a.n_tokens == n_tokens && a.n_logits == n_logits);
+        let a = match found {
+            Some(i) => self.shapes.remove(i),
+            None => {
+                if self.shapes.len() >= MAX_SHAPES {
+                    self.shapes.remove(0);
+                }
+                let max_blocks = self.cache.blocks_for(self.context);
+                Activations::new(&self.backend, &self.model.config, n_tokens, n_logits, max_blocks, self.cache.layout.block_size)?
+            }
+        };
+        self.shapes.push(a);
+        Ok(())
+    }
+}

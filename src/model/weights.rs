@@ -1,0 +1,156 @@
+//! The model's weights on a backend. GGUF tensor names appear only here (`gguf_name`): the
+//! model code sees fields, never "blk.{i}.attn_q.weight".
+
+use crate::backend::{Backend, DType, Tensor, Weight};
+use crate::error::{Error, Result};
+use crate::gguf::Gguf;
+use crate::model::config::{Arch, Config};
+use crate::quant::{Format, dequantize_row};
+
+/// One transformer block.
+pub struct LayerWeights<B: Backend> {
+    pub attn_norm: Tensor<B>,      // [1, d_model]
+    pub w_q: Weight<B>,            // [q_dim, d_model]
+    pub w_k: Weight<B>,            // [kv_dim, d_model]
+    pub w_v: Weight<B>,            // [kv_dim, d_model]
+    pub b_q: Option<Tensor<B>>,    // [1, q_dim] (qwen2)
+    pub b_k: Option<Tensor<B>>,    // [1, kv_dim]
+    pub b_v: Option<Tensor<B>>,    // [1, kv_dim]
+    pub w_o: Weight<B>,            // [d_model, q_dim]
+    pub ffn_norm: Tensor<B>,       // [1, d_model]
+    pub w_gate: Weight<B>,         // [d_ff, d_model]
+    pub w_up: Weight<B>,           // [d_ff, d_model]
+    pub w_down: Weight<B>,         // [d_model, d_ff]
+}
+
+pub struct Weights<B: Backend> {
+    pub embed: Weight<B>,           // [vocab, d_model]
+    pub layers: Vec<LayerWeights<B>>,
+    pub output_norm: Tensor<B>,     // [1, d_model]
+    /// `None` when the output projection is tied to `embed` (no copy is made).
+    pub lm_head: Option<Weight<B>>, // [vocab, d_model]
+}
+
+impl<B: Backend> Weights<B> {
+    pub fn lm_head(&self) -> &Weight<B> {
+        self.lm_head.as_ref().unwrap_or(&self.embed)
+    }
+}
+
+/// Our name → the GGUF tensor name.
+fn gguf_name(layer: Option<usize>, name: &str) -> String {
+    match layer {
+        Some(i) => format!("blk.{i}.{name}.weight"),
+        None => format!("{name}.weight"),
+    }
+}
+
+fn gguf_bias_name(layer: usize, name: &str) -> String {
+    format!("blk.{layer}.{name}.bias")
+}
+
+struct Loader<'a, B: Backend> {
+    backend: &'a B,
+    gguf: &'a Gguf,
+}
+
+impl<B: Backend> Loader<'_, B> {
+    /// A matrix `[rows, cols]`, in its file format (no dequantization).
+    fn weight(&self, name: &str, rows: usize, cols: usize) -> Result<Weight<B>> {
+        let info = self.gguf.tensor(name).ok_or_else(|| Error::MissingTensor(name.to_string()))?;
+        if info.rows() != rows || info.cols() != cols {
+            return Err(Error::Metadata(format!(
+                "tensor `{name}` is {}×{}, the model's metadata implies {rows}×{cols}",
+                info.rows(),
+                info.cols()
+            )));
+        }
+        let format = info.format()?;
+        self.backend.upload_weight(format, rows, cols, self.gguf.tensor_bytes(info))
+    }
+
+    /// A vector (norm gain or bias) of `len` values as an f32 tensor `[1, len]`.
+    fn vector(&self, name: &str, len: usize) -> Result<Tensor<B>> {
+        let info = self.gguf.tensor(name).ok_or_else(|| Error::MissingTensor(name.to_string()))?;
+        if info.rows() * info.cols() != len {
+            return Err(Error::Metadata(format!("tensor `{name}` has {} values, expected {len}", info.rows() * info.cols())));
+        }
+        let format = info.format()?;
+        let mut values = vec![0f32; len];
+        dequantize_row(format, self.gguf.tensor_bytes(info).bytes(), &mut values);
+        let mut t = self.backend.alloc(DType::F32, 1, len)?;
+        self.backend.write_f32(&mut t, &values)?;
+        Ok(t)
+    }
+
+    fn optional_vector(&self, name: &str, len: usize) -> Result<Option<Tensor<B>>> {
+        match self.gguf.tensor(name) {
+            None => Ok(None),
+            Some(_) => self.vector(name, len).map(Some),
+        }
+    }
+}
+
+impl<B: Backend> Weights<B> {
+    pub fn load(backend: &B, gguf: &Gguf, cfg: &Config) -> Result<Weights<B>> {
+        let l = Loader { backend, gguf };
+        let (d, q_dim, kv_dim) = (cfg.d_model, cfg.q_dim(), cfg.kv_dim());
+        let mut layers = Vec::with_capacity(cfg.n_layers);
+        for i in 0..cfg.n_layers {
+            let n = |name: &str| gguf_name(Some(i), name);
+            let biases = cfg.arch == Arch::Qwen2;
+            let bias = |name: &str, len: usize| -> Result<Option<Tensor<B>>> {
+                if biases { l.optional_vector(&gguf_bias_name(i, name), len) } else { Ok(None) }
+            };
+            layers.push(LayerWeights {
+                attn_norm: l.vector(&n("attn_norm"), d)?,
+                w_q: l.weight(&n("attn_q"), q_dim, d)?,
+                w_k: l.weight(&n("attn_k"), kv_dim, d)?,
+                w_v: l.weight(&n("attn_v"), kv_dim, d)?,
+                b_q: bias("attn_q", q_dim)?,
+                b_k: bias("attn_k", kv_dim)?,
+                b_v: bias("attn_v", kv_dim)?,
+                w_o: l.weight(&n("attn_output"), d, q_dim)?,
+                ffn_norm: l.vector(&n("ffn_norm"), d)?,
+                w_gate: l.weight(&n("ffn_gate"), cfg.d_ff, d)?,
+                w_up: l.weight(&n("ffn_up"), cfg.d_ff, d)?,
+                w_down: l.weight(&n("ffn_down"), d, cfg.d_ff)?,
+            });
+        }
+        let lm_head_name = gguf_name(None, "output");
+        Ok(Weights {
+            embed: l.weight(&gguf_name(None, "token_embd"), cfg.vocab_size, d)?,
+            layers,
+            output_norm: l.vector(&gguf_name(None, "output_norm"), d)?,
+            lm_head: match gguf.tensor(&lm_head_name) {
+                Some(_) => Some(l.weight(&lm_head_name, cfg.vocab_size, d)?),
+                None => None,
+            },
+        })
+    }
+
+    /// Bytes of weights read to produce one token (every matrix once, plus one embedding row).
+    pub fn bytes_per_token(&self) -> u64 {
+        let bytes = |w: &Weight<B>| (w.format.row_bytes(w.cols).unwrap_or(0) * w.rows) as u64;
+        let per_layer: u64 = self
+            .layers
+            .iter()
+            .map(|l| [&l.w_q, &l.w_k, &l.w_v, &l.w_o, &l.w_gate, &l.w_up, &l.w_down].into_iter().map(bytes).sum::<u64>())
+            .sum();
+        per_layer + bytes(self.lm_head()) + self.embed.format.row_bytes(self.embed.cols).unwrap_or(0) as u64
+    }
+}
+
+/// Formats of the model's matrices, for `info` and benchmark labels.
+pub fn weight_format_summary(gguf: &Gguf) -> Vec<(Format, usize)> {
+    let mut counts: Vec<(Format, usize)> = Vec::new();
+    for t in &gguf.tensors {
+        if let Ok(f) = t.format() {
+            match counts.iter_mut().find(|(g, _)| *g == f) {
+                Some((_, c)) => *c += 1,
+                None => counts.push((f, 1)),
+            }
+        }
+    }
+    counts
+}
