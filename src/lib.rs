@@ -5,6 +5,7 @@ pub mod backend;
 pub mod error;
 pub mod fetch;
 pub mod gguf;
+pub mod model;
 pub mod quant;
 
 pub use backend::Backend;
