@@ -4,6 +4,7 @@
 pub mod backend;
 pub mod error;
 pub mod fetch;
+pub mod generate;
 pub mod gguf;
 pub mod quant;
 
