@@ -8,5 +8,6 @@ pub mod gguf;
 pub mod quant;
 
 pub use backend::Backend;
+pub use backend::cpu::Cpu;
 pub use error::{Error, Result};
 pub use quant::Format;
