@@ -15,5 +15,6 @@ pub mod model;
 pub mod quant;
 
 pub use backend::Backend;
+pub use backend::cpu::Cpu;
 pub use error::{Error, Result};
 pub use quant::Format;
