@@ -7,10 +7,7 @@ pub mod error;
 pub mod fetch;
 pub mod generate;
 pub mod gguf;
-<<<<<<< HEAD
 pub mod kv_cache;
-=======
->>>>>>> quant
 pub mod model;
 pub mod quant;
 
