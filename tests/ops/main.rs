@@ -9,67 +9,25 @@ mod misuse;
 mod reference;
 mod run;
 
+/// One `#[test]` per family, each running that family's cases on `backend()`.
+macro_rules! family_tests {
+    ($($test:ident => $family:ident),* $(,)?) => {
+        $(#[test] fn $test() { crate::harness::check_family(&backend(), crate::cases::Family::$family) })*
+    };
+}
+
 macro_rules! op_suite {
     ($backend:ident => $make:expr) => {
         mod $backend {
-            use crate::cases::Family;
-            use crate::harness::check_family;
-
             fn backend() -> impl ultra::Backend {
                 $make
             }
 
-            #[test]
-            fn matmul() {
-                check_family(&backend(), Family::Matmul)
-            }
-            #[test]
-            fn embed() {
-                check_family(&backend(), Family::Embed)
-            }
-            #[test]
-            fn rms_norm() {
-                check_family(&backend(), Family::RmsNorm)
-            }
-            #[test]
-            fn rope() {
-                check_family(&backend(), Family::Rope)
-            }
-            #[test]
-            fn rms_norm_rope() {
-                check_family(&backend(), Family::RmsNormRope)
-            }
-            #[test]
-            fn silu_mul() {
-                check_family(&backend(), Family::SiluMul)
-            }
-            #[test]
-            fn add_assign() {
-                check_family(&backend(), Family::AddAssign)
-            }
-            #[test]
-            fn add_bias() {
-                check_family(&backend(), Family::AddBias)
-            }
-            #[test]
-            fn gather_rows() {
-                check_family(&backend(), Family::GatherRows)
-            }
-            #[test]
-            fn kv_write() {
-                check_family(&backend(), Family::KvWrite)
-            }
-            #[test]
-            fn attention() {
-                check_family(&backend(), Family::Attention)
-            }
-            #[test]
-            fn copy_slots() {
-                check_family(&backend(), Family::CopySlots)
-            }
-            #[test]
-            fn argmax() {
-                check_family(&backend(), Family::Argmax)
+            family_tests! {
+                matmul => Matmul, embed => Embed, rms_norm => RmsNorm, rope => Rope,
+                rms_norm_rope => RmsNormRope, silu_mul => SiluMul, add_assign => AddAssign,
+                add_bias => AddBias, gather_rows => GatherRows, kv_write => KvWrite,
+                attention => Attention, copy_slots => CopySlots, argmax => Argmax,
             }
 
             #[test]
