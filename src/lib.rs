@@ -6,6 +6,7 @@ pub mod error;
 pub mod fetch;
 pub mod gguf;
 pub mod quant;
+pub mod tokenizer;
 
 pub use backend::Backend;
 pub use error::{Error, Result};
