@@ -204,6 +204,19 @@ mod tests {
     }
 
     #[test]
+    fn every_table_entry_compiles_and_keeps_every_byte() {
+        let text = "Hello  world's 12345 +x\n\n\t é日本 😀!? ";
+        for name in TABLE.iter().flat_map(|e| e.names.iter()) {
+            split(name, text);
+        }
+        // Each regex runs on the previous one's fragments: punctuation, GPT-2, numbers, triples.
+        assert_eq!(split("default", "a+b 1234"), ["a", "+", "b", " ", "123", "4"]);
+        // Llama 3: numbers in groups of up to three, a space never joins a number.
+        assert_eq!(split("llama3", "Hello world 12345"), ["Hello", " world", " ", "123", "45"]);
+        assert_eq!(split("llama3", "x\n\n  y"), ["x", "\n\n", " ", " y"]);
+    }
+
+    #[test]
     fn unknown_name_is_an_error_naming_it() {
         let err = PreTokenizer::from_name("no-such-split").unwrap_err().to_string();
         assert!(err.contains("no-such-split") && err.contains("smollm"), "{err}");
