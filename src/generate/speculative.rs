@@ -155,6 +155,11 @@ pub fn generate_speculative<B: Backend>(
         pending = draft.tokens[..accepted].to_vec();
         pending.push(own);
     }
+    // The last round may have accepted drafts past the token budget or an end token: keep the
+    // cache exactly as plain decoding leaves it (every emitted token but the last).
+    let kept = (prompt.len() + out.tokens.len()).saturating_sub(1);
+    runner.cache.truncate(seq, kept)?;
+    drafter.rollback(kept)?;
     stats.draft_forward_passes = drafter.forward_passes();
     out.decode_secs = t1.elapsed().as_secs_f64();
     Ok((out, stats))
