@@ -12,5 +12,7 @@ pub mod model;
 pub mod quant;
 
 pub use backend::Backend;
+#[cfg(feature = "wgpu")]
+pub use backend::wgpu::Wgpu;
 pub use error::{Error, Result};
 pub use quant::Format;
