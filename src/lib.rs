@@ -7,7 +7,10 @@ pub mod error;
 pub mod fetch;
 pub mod generate;
 pub mod gguf;
+<<<<<<< HEAD
 pub mod kv_cache;
+=======
+>>>>>>> quant
 pub mod model;
 pub mod quant;
 

@@ -24,7 +24,7 @@ const LOGIT_TOL_F64: f64 = 0.05;
 
 fn runner(context: usize) -> Runner<Cpu> {
     let gguf = Gguf::open(&common::model_path()).expect("reference model loads");
-    Runner::new(Cpu::new(), &gguf, CacheLayout::plain(2, context), context).expect("runner")
+    Runner::load(Cpu::new(), &gguf, CacheLayout::plain(2, context), context).expect("runner")
 }
 
 fn ids(v: &Value) -> Vec<u32> {

@@ -26,11 +26,14 @@ pub struct Generation {
     pub prefill_secs: f64,
     pub decode_secs: f64,
     pub n_prompt: usize,
+    /// Prompt tokens whose keys and values came from the prefix cache instead of a prefill.
+    pub cached_prompt_tokens: usize,
 }
 
 impl Generation {
+    /// Prompt tokens computed (not taken from the prefix cache) per second.
     pub fn prefill_tok_s(&self) -> f64 {
-        self.n_prompt as f64 / self.prefill_secs.max(1e-9)
+        (self.n_prompt - self.cached_prompt_tokens) as f64 / self.prefill_secs.max(1e-9)
     }
     /// Decode speed: tokens after the first (which comes from the prefill's logits) per second.
     pub fn decode_tok_s(&self) -> f64 {
@@ -71,7 +74,8 @@ pub fn generate<B: Backend>(
     let mut out = Generation { n_prompt: prompt.len(), ..Generation::default() };
     let mut history: Vec<u32> = prompt.to_vec();
     let t0 = Instant::now();
-    let logits = prefill(runner, seq, prompt, opts.prefill_chunk)?;
+    out.cached_prompt_tokens = runner.cache.reuse_prefix(seq, prompt)?;
+    let logits = prefill(runner, seq, &prompt[out.cached_prompt_tokens..], opts.prefill_chunk)?;
     let mut next = sampler.sample(&logits, &history);
     out.prefill_secs = t0.elapsed().as_secs_f64();
     let t1 = Instant::now();

@@ -136,4 +136,6 @@ pub const fn ggml_type_name(id: u32) -> &'static str {
 }
 
 mod dequant;
+mod quantize;
 pub use dequant::dequantize_row;
+pub use quantize::{f32_to_bf16_bits, quantize_row, quantize_row_into};
