@@ -7,14 +7,12 @@ pub mod error;
 pub mod fetch;
 pub mod generate;
 pub mod gguf;
-<<<<<<< HEAD
 pub mod kv_cache;
-=======
->>>>>>> quant
 pub mod model;
 pub mod quant;
 
 pub use backend::Backend;
+pub use backend::cpu::Cpu;
 #[cfg(feature = "wgpu")]
 pub use backend::wgpu::Wgpu;
 pub use error::{Error, Result};

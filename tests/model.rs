@@ -47,7 +47,7 @@ fn free_running_greedy_matches_llama_cpp_until_a_near_tie() {
         let (prompt, expected, gaps) = (ids(&case["prompt_ids"]), ids(&case["generated_ids"]), floats(&case["top2_gap"]));
         let seq = runner.cache.add_seq();
         let opts = GenerateOptions { max_tokens: expected.len(), prefill_chunk: 512, eog: vec![0, 2] };
-        let mut sampler = Sampler::new(SamplerConfig::default());
+        let mut sampler = Sampler::new(SamplerConfig::default()).unwrap();
         let got = generate(&mut runner, seq, &prompt, &mut sampler, &opts, |_| Ok(())).unwrap().tokens;
         runner.cache.remove_seq(seq).unwrap();
         match got.iter().zip(&expected).position(|(a, b)| a != b) {

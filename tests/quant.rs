@@ -237,3 +237,70 @@ fn non_finite_input_does_not_panic() {
         dequantize_row(format, &q, &mut y);
     }
 }
+
+/// ggml's quantizers transcribed naively (scalar, `f32::round`, branchy absmax), for checking
+/// the vectorizable forms in src/quant/quantize.rs on data full of rounding ties.
+fn naive_block(format: Format, x: &[f32]) -> Vec<u8> {
+    let f16 = |v: f32| half::f16::from_f32(v).to_le_bytes();
+    let inv = |d: f32| if d == 0.0 { 0.0 } else { 1.0 / d };
+    let absmax_signed = |x: &[f32]| {
+        let i = (0..x.len()).fold(0, |best, i| if x[i].abs() > x[best].abs() { i } else { best });
+        x[i]
+    };
+    let (lo, hi) = x.iter().fold((f32::MAX, -f32::MAX), |(l, h), &v| (l.min(v), h.max(v)));
+    let nibbles = |q: &[u32]| (0..16).map(|j| ((q[j] & 15) | ((q[j + 16] & 15) << 4)) as u8).collect::<Vec<_>>();
+    let high = |q: &[u32]| (0..32).fold(0u32, |h, j| h | ((q[j] >> 4) << j)).to_le_bytes();
+    let mut out = Vec::new();
+    match format {
+        Format::Q8_0 => {
+            let d = x.iter().fold(0f32, |a, v| a.max(v.abs())) / 127.0;
+            out.extend(f16(d));
+            out.extend(x.iter().map(|&v| (v * inv(d)).round() as i8 as u8));
+        }
+        Format::Q4_0 | Format::Q5_0 => {
+            let (levels, bias) = if format == Format::Q4_0 { (16.0, 8.5) } else { (32.0, 16.5) };
+            let d = absmax_signed(x) / -(levels / 2.0);
+            let q: Vec<u32> = x
+                .iter()
+                .map(|&v| ((v as f64 * inv(d) as f64 + bias) as f32).trunc().min(levels - 1.0) as u32)
+                .collect();
+            out.extend(f16(d));
+            if format == Format::Q5_0 {
+                out.extend(high(&q));
+            }
+            out.extend(nibbles(&q));
+        }
+        Format::Q4_1 | Format::Q5_1 => {
+            let levels = if format == Format::Q4_1 { 15.0 } else { 31.0 };
+            let d = (hi - lo) / levels;
+            let q: Vec<u32> = x.iter().map(|&v| ((v - lo) * inv(d) + 0.5).trunc().min(levels) as u32).collect();
+            out.extend(f16(d));
+            out.extend(f16(lo));
+            if format == Format::Q5_1 {
+                out.extend(high(&q));
+            }
+            out.extend(nibbles(&q));
+        }
+        _ => unreachable!("block formats only"),
+    }
+    out
+}
+
+#[test]
+fn quantizers_match_a_naive_transcription_on_ties() {
+    let mut rng = Rng(7);
+    for format in [Format::Q4_0, Format::Q4_1, Format::Q5_0, Format::Q5_1, Format::Q8_0] {
+        for trial in 0..20_000 {
+            // Half the blocks are multiples of a half-step (ties everywhere), half are random.
+            let step = 0.25 * (1 + rng.next() % 8) as f32;
+            let x: Vec<f32> = (0..32)
+                .map(
+                    |_| if trial % 2 == 0 { (rng.next() % 65) as f32 * step - 8.0 * step } else { rng.uniform() * 3.0 },
+                )
+                .collect();
+            let mut ours = Vec::new();
+            quantize_row(format, &x, &mut ours);
+            assert_eq!(ours, naive_block(format, &x), "{format:?} trial {trial}: {x:?}");
+        }
+    }
+}

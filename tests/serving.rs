@@ -41,7 +41,7 @@ fn solo(prompts: &[Vec<u32>]) -> Vec<Vec<u32>> {
         .map(|p| {
             let seq = runner.cache.add_seq();
             let opts = GenerateOptions { max_tokens: MAX_TOKENS, prefill_chunk: 512, eog: vec![0, 2] };
-            let mut sampler = Sampler::new(SamplerConfig::default());
+            let mut sampler = Sampler::new(SamplerConfig::default()).unwrap();
             let out = generate(&mut runner, seq, p, &mut sampler, &opts, |_| Ok(())).unwrap();
             runner.cache.remove_seq(seq).unwrap();
             out.tokens
@@ -52,7 +52,7 @@ fn solo(prompts: &[Vec<u32>]) -> Vec<Vec<u32>> {
 fn batched(runner: &mut Runner<Cpu>, prompts: &[Vec<u32>], opts: SchedulerOptions) -> (Vec<Completion>, u64, u64) {
     let mut scheduler = Scheduler::new(runner, vec![0, 2], opts);
     for (index, p) in prompts.iter().enumerate() {
-        let sampler = Sampler::new(SamplerConfig::default());
+        let sampler = Sampler::new(SamplerConfig::default()).unwrap();
         scheduler.submit(Request { index, prompt: p.clone(), max_tokens: MAX_TOKENS, sampler }).unwrap();
     }
     let mut done = Vec::new();

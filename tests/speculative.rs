@@ -67,7 +67,7 @@ fn speculative_greedy_equals_plain_greedy_for_every_drafter_and_k() {
     let max_tokens = 24;
     let mut runner = target.runner();
     let seq = runner.cache.add_seq();
-    let plain = generate(&mut runner, seq, &prompt, &mut Sampler::new(SamplerConfig::default()), &greedy_opts(max_tokens), |_| Ok(())).unwrap();
+    let plain = generate(&mut runner, seq, &prompt, &mut Sampler::new(SamplerConfig::default()).unwrap(), &greedy_opts(max_tokens), |_| Ok(())).unwrap();
     for mode in ["lookup", "ngram", "self", "model"] {
         for k in 1..=8 {
             let mut runner = target.runner();
@@ -75,7 +75,7 @@ fn speculative_greedy_equals_plain_greedy_for_every_drafter_and_k() {
             let mut drafter = target.drafter(mode);
             let spec = SpecOptions { k, adaptive: false, k_max: 8 };
             let (out, stats) = generate_speculative(
-                &mut runner, seq, &prompt, &mut Sampler::new(SamplerConfig::default()), &greedy_opts(max_tokens),
+                &mut runner, seq, &prompt, &mut Sampler::new(SamplerConfig::default()).unwrap(), &greedy_opts(max_tokens),
                 drafter.as_mut(), spec, |_| Ok(()),
             )
             .unwrap();
@@ -95,7 +95,7 @@ fn prompt_lookup_accepts_most_drafts_on_a_repetitive_prompt() {
     let spec = SpecOptions { k: 8, adaptive: true, k_max: 12 };
     let before = runner.forward_passes;
     let (out, stats) = generate_speculative(
-        &mut runner, seq, &prompt, &mut Sampler::new(SamplerConfig::default()), &greedy_opts(48), drafter.as_mut(), spec,
+        &mut runner, seq, &prompt, &mut Sampler::new(SamplerConfig::default()).unwrap(), &greedy_opts(48), drafter.as_mut(), spec,
         |_| Ok(()),
     )
     .unwrap();
@@ -148,7 +148,7 @@ fn speculative_sampling_preserves_the_target_distribution() {
                 "model" => {
                     let r = Runner::new(cpu.clone(), draft_model.clone(), layout, 256).unwrap();
                     let draft_sampler = SamplerConfig { seed: seed ^ 0xabcdef, ..config.clone() };
-                    Box::new(ModelDrafter::new(r, Some(Sampler::new(draft_sampler)), 64))
+                    Box::new(ModelDrafter::new(r, Some(Sampler::new(draft_sampler).unwrap()), 64))
                 }
                 _ => Box::new(NgramDrafter::new(2)),
             };
@@ -157,7 +157,7 @@ fn speculative_sampling_preserves_the_target_distribution() {
             let opts = GenerateOptions { max_tokens: 2, prefill_chunk: 64, eog: vec![] };
             let spec = SpecOptions { k: 3, adaptive: false, k_max: 3 };
             let (out, _) =
-                generate_speculative(&mut runner, seq, &prompt, &mut Sampler::new(config), &opts, drafter.as_mut(), spec, |_| Ok(()))
+                generate_speculative(&mut runner, seq, &prompt, &mut Sampler::new(config).unwrap(), &opts, drafter.as_mut(), spec, |_| Ok(()))
                     .unwrap();
             counts[out.tokens[1] as usize] += 1;
         }

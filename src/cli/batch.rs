@@ -49,7 +49,7 @@ pub fn run_on<B: Backend>(backend: B, gguf: &Gguf, args: &GenerateArgs) -> Resul
         let mut config = sampler_config(args);
         config.seed = config.seed.wrapping_add(index as u64);
         let prompt = encode_prompt(&tokenizer, text, args.chat)?;
-        scheduler.submit(Request { index, prompt, max_tokens: args.max_tokens, sampler: Sampler::new(config) })?;
+        scheduler.submit(Request { index, prompt, max_tokens: args.max_tokens, sampler: Sampler::new(config)? })?;
     }
     let started = std::time::Instant::now();
     let mut stdout = std::io::stdout().lock();

@@ -60,10 +60,10 @@ pub fn pool_json<B: Backend>(cache: &KvCache<B>) -> Value {
 }
 
 fn drafter<B: Backend>(args: &GenerateArgs, target: &Runner<B>, layout: CacheLayout, context: usize) -> Result<Option<Box<dyn Drafter>>> {
-    let draft_sampler = |seed_offset: u64| {
+    let draft_sampler = |seed_offset: u64| -> Result<Option<Sampler>> {
         let mut c = sampler_config(args);
         c.seed ^= seed_offset;
-        (!c.is_greedy()).then(|| Sampler::new(c))
+        Ok(if c.is_greedy() { None } else { Some(Sampler::new(c)?) })
     };
     Ok(match args.spec.draft_mode {
         DraftMode::None => None,
@@ -72,7 +72,7 @@ fn drafter<B: Backend>(args: &GenerateArgs, target: &Runner<B>, layout: CacheLay
         DraftMode::SelfLayers => {
             let depth = args.spec.draft_layers.unwrap_or((target.config().n_layers / 4).max(1));
             let r = Runner::with_depth(target.backend.clone(), target.model.clone(), layout, context, depth)?;
-            Some(Box::new(ModelDrafter::new(r, draft_sampler(0x5eed), args.batch)))
+            Some(Box::new(ModelDrafter::new(r, draft_sampler(0x5eed)?, args.batch)))
         }
         DraftMode::Model => {
             let path = args.spec.draft_model.as_ref().context("--draft-mode model needs --draft-model PATH")?;
@@ -82,7 +82,7 @@ fn drafter<B: Backend>(args: &GenerateArgs, target: &Runner<B>, layout: CacheLay
                 bail!("the draft model's vocabulary ({}) differs from the target's ({})", model.config.vocab_size, target.config().vocab_size);
             }
             let r = Runner::new(target.backend.clone(), Arc::new(model), layout, context)?;
-            Some(Box::new(ModelDrafter::new(r, draft_sampler(0x5eed), args.batch)))
+            Some(Box::new(ModelDrafter::new(r, draft_sampler(0x5eed)?, args.batch)))
         }
     })
 }
@@ -94,7 +94,7 @@ fn run_on<B: Backend>(backend: B, gguf: &Gguf, args: &GenerateArgs) -> Result<()
     let layout = args.cache.layout(1, context);
     let mut runner = Runner::load(backend, gguf, layout, context)?;
     let prompt = encode_prompt(&tokenizer, args.prompt.as_deref().unwrap_or_default(), args.chat)?;
-    let mut sampler = Sampler::new(sampler_config(args));
+    let mut sampler = Sampler::new(sampler_config(args))?;
     let opts = GenerateOptions { max_tokens: args.max_tokens, prefill_chunk: args.batch, eog: tokenizer.eog_ids().to_vec() };
     let seq = runner.cache.add_seq();
     let mut stream = StreamDecoder::new();

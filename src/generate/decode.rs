@@ -41,6 +41,12 @@ impl Generation {
     }
 }
 
+/// Greedy without a repetition penalty needs only the argmax, which the device computes, so
+/// only the token id is read back.
+pub fn uses_device_argmax(sampler: &Sampler) -> bool {
+    sampler.config().is_greedy() && sampler.config().repeat_penalty == 1.0
+}
+
 /// Feeds `tokens` to `seq` in chunks; returns the logits of the last one.
 pub fn prefill<B: Backend>(runner: &mut Runner<B>, seq: SeqId, tokens: &[u32], chunk: usize) -> Result<Vec<f32>> {
     if tokens.is_empty() {
@@ -92,7 +98,7 @@ pub fn generate<B: Backend>(
             break;
         }
         let batch = Batch::sequence(seq, pos, &[next], false);
-        next = if sampler.is_greedy() {
+        next = if uses_device_argmax(sampler) {
             runner.forward_argmax(&batch)?[0]
         } else {
             runner.forward(&batch)?;

@@ -12,7 +12,7 @@ use std::time::Instant;
 use crate::backend::Backend;
 use crate::error::Result;
 use crate::generate::adaptive::AdaptiveWindow;
-use crate::generate::decode::{GenerateOptions, Generation, prefill};
+use crate::generate::decode::{GenerateOptions, Generation, prefill, uses_device_argmax};
 use crate::generate::drafter::{Draft, Drafter};
 use crate::generate::sampler::Sampler;
 use crate::kv_cache::SeqId;
@@ -54,7 +54,7 @@ impl SpecStats {
 /// The verifier's decision for one round: tokens to emit (accepted drafts, then its own).
 fn verify(runner: &Runner<impl Backend>, sampler: &mut Sampler, draft: &Draft, history: &mut Vec<u32>) -> (usize, u32) {
     let k = draft.tokens.len();
-    if sampler.is_greedy() {
+    if sampler.config().is_greedy() {
         for i in 0..k {
             let best = sampler.sample(runner.logits(i), history);
             if best != draft.tokens[i] {
@@ -129,7 +129,7 @@ pub fn generate_speculative<B: Backend>(
                 break;
             }
             let batch = Batch::sequence(seq, start, &[last], false);
-            let next = if sampler.is_greedy() {
+            let next = if uses_device_argmax(sampler) {
                 runner.forward_argmax(&batch)?[0]
             } else {
                 runner.forward(&batch)?;

@@ -324,10 +324,10 @@ impl Cursor<'_> {
 
 /// Bytes of a tensor of these dims, or why they are invalid.
 fn tensor_bytes(dims: &[u64], block_len: u64, block_bytes: u64) -> std::result::Result<u64, String> {
-    if dims.iter().any(|&d| d == 0) {
+    if dims.contains(&0) {
         return Err("a dimension is zero".into());
     }
-    if dims[0] % block_len != 0 {
+    if !dims[0].is_multiple_of(block_len) {
         return Err(format!("row length {} is not a multiple of the block size {block_len}", dims[0]));
     }
     let n_elements = dims.iter().try_fold(1u64, |acc, &d| acc.checked_mul(d)).ok_or("element count overflows")?;

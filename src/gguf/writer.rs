@@ -1,5 +1,6 @@
-//! A GGUF v3 writer: metadata and tensors in, a valid file out. `ultra synth` and the tests'
-//! fixtures (valid and deliberately malformed) are made with it.
+//! A GGUF v3 writer: metadata and tensors in, a valid file out. The tests' fixtures (valid and
+//! deliberately malformed) are built in memory with `to_bytes`; `ultra synth` declares its
+//! tensors' sizes, writes the header, then streams each tensor's bytes as they are produced.
 
 use std::io::Write;
 
@@ -113,7 +114,8 @@ impl GgufWriter {
         stream.finish().expect("every tensor written")
     }
 
-    /// Writes the header to `out` and returns a stream that takes each tensor's bytes in order.
+    /// Writes the header to `out` and returns a stream that takes every tensor's bytes in order
+    /// (data already given to `tensor`/`raw_tensor` is not written for you).
     pub fn stream<W: Write>(&self, mut out: W) -> Result<TensorStream<W>> {
         out.write_all(&self.header_bytes())?;
         Ok(TensorStream::new(self, out))

@@ -206,7 +206,7 @@ impl<B: Backend> Runner<B> {
                     self.shapes.remove(0);
                 }
                 let max_blocks = self.cache.blocks_for(self.context);
-                Activations::new(&self.backend, &self.model.config, n_tokens, n_logits, max_blocks, self.cache.layout.block_size)?
+                Activations::new(&*self.backend, &self.model.config, n_tokens, n_logits, max_blocks, self.cache.layout.block_size)?
             }
         };
         self.shapes.push(a);
