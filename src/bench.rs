@@ -80,5 +80,10 @@ pub fn bench<B: Backend>(runner: &mut Runner<B>, p: usize, n: usize, runs: usize
         pre.push(a);
         dec.push(b);
     }
-    Ok(BenchReport { prompt_tokens: p, gen_tokens: n, prefill_tok_s: Throughput::from_runs(pre), decode_tok_s: Throughput::from_runs(dec) })
+    Ok(BenchReport {
+        prompt_tokens: p,
+        gen_tokens: n,
+        prefill_tok_s: Throughput::from_runs(pre),
+        decode_tok_s: Throughput::from_runs(dec),
+    })
 }

@@ -10,7 +10,7 @@ use std::collections::HashMap;
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::{Arc, Mutex};
 
-use super::kernels::{Kernel, Variant};
+use super::kernels::Variant;
 use crate::error::{Error, Result};
 
 /// Bytes of the parameter arena (one submission's worth; a longer recording flushes early).
@@ -72,7 +72,6 @@ pub struct Context {
     pub(crate) device: wgpu::Device,
     pub(crate) queue: wgpu::Queue,
     pub(crate) info: wgpu::AdapterInfo,
-    pub(crate) features: wgpu::Features,
     pub(crate) limits: wgpu::Limits,
     /// Subgroup size when subgroup kernels are in use (fixed size, enabled, not disabled).
     pub(crate) subgroup_size: Option<u32>,
@@ -102,6 +101,7 @@ impl Context {
             power_preference: wgpu::PowerPreference::HighPerformance,
             force_fallback_adapter: false,
             compatible_surface: None,
+            apply_limit_buckets: false,
         }))
         .map_err(unavailable)?;
         let info = adapter.get_info();
@@ -142,7 +142,6 @@ impl Context {
             queue,
             info,
             f16: features.contains(wgpu::Features::SHADER_F16),
-            features,
             limits,
             subgroup_size,
             arena,
@@ -221,10 +220,9 @@ impl Context {
                 count: None,
             });
         }
-        let layout = self.device.create_bind_group_layout(&wgpu::BindGroupLayoutDescriptor {
-            label: Some(&label),
-            entries: &entries,
-        });
+        let layout = self
+            .device
+            .create_bind_group_layout(&wgpu::BindGroupLayoutDescriptor { label: Some(&label), entries: &entries });
         let pipeline_layout = self.device.create_pipeline_layout(&wgpu::PipelineLayoutDescriptor {
             label: Some(&label),
             bind_group_layouts: &[Some(&layout)],
@@ -314,7 +312,8 @@ impl Context {
         }
         let mut encoder = self.device.create_command_encoder(&wgpu::CommandEncoderDescriptor { label: Some("ultra") });
         if !state.pending.is_empty() {
-            let mut pass = encoder.begin_compute_pass(&wgpu::ComputePassDescriptor { label: None, timestamp_writes: None });
+            let mut pass =
+                encoder.begin_compute_pass(&wgpu::ComputePassDescriptor { label: None, timestamp_writes: None });
             for d in &state.pending {
                 pass.set_pipeline(&d.pipeline);
                 pass.set_bind_group(0, &d.bind_group, &[d.offset]);
@@ -374,7 +373,7 @@ impl Context {
             });
             self.wait()?;
             rx.recv().map_err(device_error)?.map_err(device_error)?;
-            out.copy_from_slice(&slice.get_mapped_range());
+            out.copy_from_slice(&slice.get_mapped_range().map_err(device_error)?);
             staging.unmap();
             Ok(())
         });
@@ -399,9 +398,5 @@ impl Context {
         let groups = n.div_ceil(256) as u32;
         let max = self.limits.max_compute_workgroups_per_dimension;
         if groups <= max { [groups, 1, 1] } else { [max, groups.div_ceil(max), 1] }
-    }
-
-    pub fn kernel(&self, kernel: Kernel) -> Variant {
-        Variant::plain(kernel)
     }
 }

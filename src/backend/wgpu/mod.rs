@@ -63,7 +63,10 @@ impl Wgpu {
             format!("shader f16: {}", if self.ctx.f16 { "yes (kernels compute in f32)" } else { "no" }),
             format!("max buffer: {} MiB", l.max_buffer_size >> 20),
             format!("max storage binding: {} MiB", l.max_storage_buffer_binding_size >> 20),
-            format!("max workgroup size: {} (invocations {})", l.max_compute_workgroup_size_x, l.max_compute_invocations_per_workgroup),
+            format!(
+                "max workgroup size: {} (invocations {})",
+                l.max_compute_workgroup_size_x, l.max_compute_invocations_per_workgroup
+            ),
             format!("workgroup memory: {} KiB", l.max_compute_workgroup_storage_size >> 10),
         ]
         .join("\n")
@@ -110,7 +113,14 @@ impl Backend for Wgpu {
     fn rope(&self, x: &mut Tensor<Self>, pos: &Tensor<Self>, rope: &Rope) -> Result<()> {
         rope::rope(self, x, pos, rope)
     }
-    fn rms_norm_rope(&self, x: &mut Tensor<Self>, gain: &Tensor<Self>, eps: f32, pos: &Tensor<Self>, rope: &Rope) -> Result<()> {
+    fn rms_norm_rope(
+        &self,
+        x: &mut Tensor<Self>,
+        gain: &Tensor<Self>,
+        eps: f32,
+        pos: &Tensor<Self>,
+        rope: &Rope,
+    ) -> Result<()> {
         rope::rms_norm_rope(self, x, gain, eps, pos, rope)
     }
     fn silu_mul(&self, gate: &Tensor<Self>, up: &Tensor<Self>, dst: &mut Tensor<Self>) -> Result<()> {
@@ -125,7 +135,13 @@ impl Backend for Wgpu {
     fn gather_rows(&self, x: &Tensor<Self>, rows: &Tensor<Self>, dst: &mut Tensor<Self>) -> Result<()> {
         elementwise::gather_rows(self, x, rows, dst)
     }
-    fn kv_write(&self, k: &Tensor<Self>, v: &Tensor<Self>, slot: &Tensor<Self>, cache: &mut KvLayer<Self>) -> Result<()> {
+    fn kv_write(
+        &self,
+        k: &Tensor<Self>,
+        v: &Tensor<Self>,
+        slot: &Tensor<Self>,
+        cache: &mut KvLayer<Self>,
+    ) -> Result<()> {
         attention::kv_write(self, k, v, slot, cache)
     }
     fn attention(

@@ -14,7 +14,15 @@ fn rope_params(x: &Tensor<Wgpu>, pos: &Tensor<Wgpu>, rope: &Rope) -> Result<[u32
     }
     let neox = (rope.style == RopeStyle::Neox) as u32;
     let n_heads = (x.cols / rope.head_dim) as u32;
-    Ok([x.rows as u32, n_heads, rope.head_dim as u32, rope.n_rot as u32, rope.theta.to_bits(), rope.freq_scale.to_bits(), neox])
+    Ok([
+        x.rows as u32,
+        n_heads,
+        rope.head_dim as u32,
+        rope.n_rot as u32,
+        rope.theta.to_bits(),
+        rope.freq_scale.to_bits(),
+        neox,
+    ])
 }
 
 pub fn rope(be: &Wgpu, x: &mut Tensor<Wgpu>, pos: &Tensor<Wgpu>, rope: &Rope) -> Result<()> {
