@@ -1,7 +1,8 @@
-// matmul    dst[i, j] = Σ_k x[i, k] · w[j, k]   (decode: few rows of x, weights dequantized on the fly)
+// matmul    dst[i, j] = Σ_k x[i, k] · w[j, k]   (weights dequantized on the fly, read once per MB rows of x)
 // Layout    x: [m, k] f32; w: [n, k] in the format of the joined decode_*.wgsl; dst: [m, n] f32
-// Launch    grid (ceil(n / ROWS), m); WG threads, TPR per output row, each summing groups of 8 values
-// Numerics  f32 fused multiply-add per lane, then row_sum (reduce_shared or reduce_subgroup)
+// Launch    grid (ceil(n / ROWS), ceil(m / MB)); WG threads, TPR per output column j; lane t sums groups
+//           of 8 values g ≡ t (mod TPR) for each of the MB rows of x, reusing each decoded group MB times
+// Numerics  f32 fma chain per lane in a fixed order, then row_sum: bit-identical for every m and MB
 
 const ROWS: u32 = WG / TPR;
 
@@ -27,21 +28,38 @@ fn x8(i: u32, g: u32) -> Vals8 {
     return Vals8(vec4<f32>(v[0], v[1], v[2], v[3]), vec4<f32>(v[4], v[5], v[6], v[7]));
 }
 
+// acc + w · x as an explicit fma chain (the order every variant shares).
+fn dot8(a: Vals8, b: Vals8, acc: f32) -> f32 {
+    var s = fma(a.a.x, b.a.x, acc);
+    s = fma(a.a.y, b.a.y, s);
+    s = fma(a.a.z, b.a.z, s);
+    s = fma(a.a.w, b.a.w, s);
+    s = fma(a.b.x, b.b.x, s);
+    s = fma(a.b.y, b.b.y, s);
+    s = fma(a.b.z, b.b.z, s);
+    return fma(a.b.w, b.b.w, s);
+}
+
 @compute @workgroup_size(WG)
 fn matmul(@builtin(workgroup_id) wg: vec3<u32>, @builtin(local_invocation_index) lane: u32) {
     let row = wg.x * ROWS + lane / TPR;
-    let i = wg.y;
+    let i0 = wg.y * MB;
     let groups = (params.info.k + 7u) / 8u;
-    var acc = 0.0;
+    var acc: array<f32, MB>;
     if (row < params.n) {
         for (var g = lane % TPR; g < groups; g += TPR) {
             let wv = decode8(params.info, row, g);
-            let xv = x8(i, g);
-            acc += dot(wv.a, xv.a) + dot(wv.b, xv.b);
+            for (var r = 0u; r < MB; r++) {
+                if (i0 + r < params.m) {
+                    acc[r] = dot8(wv, x8(i0 + r, g), acc[r]);
+                }
+            }
         }
     }
-    let total = row_sum(acc, lane);
-    if (row < params.n && lane % TPR == 0u) {
-        dst[i * params.n + row] = total;
+    for (var r = 0u; r < MB; r++) {
+        let total = row_sum(acc[r], lane);
+        if (row < params.n && lane % TPR == 0u && i0 + r < params.m) {
+            dst[(i0 + r) * params.n + row] = total;
+        }
     }
 }

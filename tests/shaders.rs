@@ -37,6 +37,9 @@ fn every_shader_file_is_used_and_has_a_header() {
         assert!(FILES.contains(&stem.as_str()), "shaders/{stem}.wgsl is not joined into any kernel");
         let text = std::fs::read_to_string(&path).unwrap();
         let header: Vec<&str> = text.lines().take(4).collect();
-        assert!(header.len() == 4 && header.iter().all(|l| l.starts_with("//")), "shaders/{stem}.wgsl needs a 4-line header");
+        assert!(
+            header.len() == 4 && header.iter().all(|l| l.starts_with("//")),
+            "shaders/{stem}.wgsl needs a 4-line header"
+        );
     }
 }

@@ -5,13 +5,12 @@
 
 use super::Wgpu;
 use super::kernels::{Kernel, Variant};
-use crate::backend::{AttnBatch, AttnShape, KvLayer, Tensor, expect_shape};
+use crate::backend::{AttnBatch, AttnShape, DType, KvLayer, Tensor, expect_shape};
 use crate::error::{Error, Result};
 
-/// Positions per tile of the attention kernel (its workgroup size).
-const TILE: usize = 64;
-/// (token, head, chunk) workgroups to aim for when splitting.
-const TARGET_GROUPS: usize = 2048;
+/// Positions per chunk (a multiple of the kernel's 64-position tile). Fixed, so a token's
+/// result depends only on its own keys: batch- and layout-invariant bit for bit.
+const CHUNK: usize = 256;
 
 pub fn kv_write(
     be: &Wgpu,
@@ -25,6 +24,8 @@ pub fn kv_write(
     expect_shape("kv_write", slot, n_tokens, 1)?;
     expect_shape("kv_write", &cache.v, cache.k.rows, kv_dim)?;
     expect_shape("kv_write", &cache.k, cache.k.rows, kv_dim)?;
+    be.expect_dtypes("kv_write", &[(k, DType::F32), (v, DType::F32), (slot, DType::U32)])?;
+    be.expect_below("kv_write", "slot", slot, cache.k.rows)?;
     let n = k.len();
     let params = [n as u32, kv_dim as u32, cache.k.rows as u32];
     let bufs = [&k.buf, &v.buf, &slot.buf, &cache.k.buf, &cache.v.buf];
@@ -33,7 +34,7 @@ pub fn kv_write(
 
 pub fn copy_slots(be: &Wgpu, cache: &mut KvLayer<Wgpu>, src: usize, dst: usize, n: usize) -> Result<()> {
     let (n_slots, kv_dim) = (cache.k.rows, cache.k.cols);
-    if src.max(dst) + n > n_slots {
+    if src.max(dst).checked_add(n).is_none_or(|end| end > n_slots) {
         return Err(Error::InvalidArgument(format!("copy_slots: [{src}, {dst}) + {n} outside {n_slots} slots")));
     }
     // A buffer cannot be bound twice in one dispatch: copy through scratch (src → scratch → dst).
@@ -69,12 +70,11 @@ pub fn attention(
     for t in [&batch.seq, &batch.pos] {
         expect_shape("attention", t, n_tokens, 1)?;
     }
+    be.expect_dtypes("attention", &[(q, DType::F32), (&batch.seq, DType::U32), (&batch.pos, DType::U32)])?;
+    check_batch(batch, cache.k.rows)?;
     let max_blocks = batch.block_table.cols;
     let max_ctx = (max_blocks * batch.block_size).max(1);
-    let tiles = max_ctx.div_ceil(TILE);
-    let want = (TARGET_GROUPS / (n_tokens * shape.n_heads).max(1)).clamp(1, tiles);
-    let chunk = tiles.div_ceil(want) * TILE;
-    let n_chunks = max_ctx.div_ceil(chunk);
+    let (chunk, n_chunks) = (CHUNK, max_ctx.div_ceil(CHUNK));
     let part = be.ctx.scratch((n_tokens * shape.n_heads * n_chunks * (hd + 2) * 4) as u64)?;
     let params = [
         shape.n_heads as u32,
@@ -92,4 +92,31 @@ pub fn attention(
     let params = [shape.n_heads as u32, hd as u32, n_chunks as u32];
     let groups = [shape.n_heads as u32, n_tokens as u32, 1];
     be.ctx.dispatch(Variant::plain(Kernel::AttentionCombine), &[&*part, &dst.buf], &params, groups)
+}
+
+/// Rejects, from the host copies of the batch tensors, a sequence without a block-table row, a
+/// position past its row, or a block outside the cache (the kernel would read out of bounds).
+fn check_batch(batch: &AttnBatch<Wgpu>, n_slots: usize) -> Result<()> {
+    let (Some(seq), Some(pos), Some(table)) =
+        (&batch.seq.buf.mirror, &batch.pos.buf.mirror, &batch.block_table.buf.mirror)
+    else {
+        return Ok(());
+    };
+    let (bs, max_blocks) = (batch.block_size.max(1), batch.block_table.cols);
+    let n_blocks = n_slots / bs;
+    let bad = |what: String| Err(Error::InvalidArgument(format!("attention: {what}")));
+    for (t, (&s, &p)) in seq.iter().zip(pos).enumerate() {
+        let (s, p) = (s as usize, p as usize);
+        if s >= batch.block_table.rows {
+            return bad(format!("token {t}: sequence {s} has no block-table row"));
+        }
+        if p >= max_blocks * bs {
+            return bad(format!("token {t}: position {p} beyond {max_blocks} blocks of {bs}"));
+        }
+        let row = &table[s * max_blocks..s * max_blocks + p / bs + 1];
+        if let Some(b) = row.iter().find(|&&b| b as usize >= n_blocks) {
+            return bad(format!("token {t}: block {b} outside the cache's {n_blocks}"));
+        }
+    }
+    Ok(())
 }

@@ -46,6 +46,10 @@ impl Options {
 pub struct GpuBuffer {
     pub(crate) buf: wgpu::Buffer,
     pub(crate) id: u64,
+    /// Host copy of a u32 tensor's contents while only `write_u32` has written it (ids,
+    /// positions, slots, block tables), so ops can reject out-of-range indices as error values
+    /// without a readback. None once a kernel writes the tensor.
+    pub(crate) mirror: Option<Vec<u32>>,
 }
 
 struct Compiled {
@@ -171,7 +175,7 @@ impl Context {
             usage: wgpu::BufferUsages::STORAGE | wgpu::BufferUsages::COPY_SRC | wgpu::BufferUsages::COPY_DST,
             mapped_at_creation: false,
         });
-        Ok(GpuBuffer { buf, id: self.next_id.fetch_add(1, Ordering::Relaxed) })
+        Ok(GpuBuffer { buf, id: self.next_id.fetch_add(1, Ordering::Relaxed), mirror: None })
     }
 
     /// A scratch buffer of at least `bytes`, grown (never shrunk) on demand.

@@ -1,6 +1,6 @@
 //! Every wgpu kernel: its stem (the file `shaders/<stem>.wgsl` and its entry point), its bindings,
 //! and how its source is assembled. Weight-reading kernels join a per-format block decoder
-//! (`decode_<format>.wgsl`) to their body; the GEMV joins the reduction it was built with.
+//! (`decode_<format>.wgsl`) to their body; matmul joins the reduction it was built with.
 
 use crate::quant::Format;
 
@@ -31,7 +31,6 @@ macro_rules! kernels {
 
 kernels! {
     Matmul => "matmul", [R, R, W];
-    MatmulTiled => "matmul_tiled", [R, R, W];
     Embed => "embed", [R, R, W];
     RmsNorm => "rms_norm", [R, R, W];
     Rope => "rope", [W, R];
@@ -57,11 +56,13 @@ pub struct Variant {
     pub subgroups: bool,
     /// GEMV only: threads per output row.
     pub tpr: u32,
+    /// GEMV only: rows of x per workgroup (each decoded weight is reused this many times).
+    pub mb: u32,
 }
 
 impl Variant {
     pub fn plain(kernel: Kernel) -> Variant {
-        Variant { kernel, format: None, subgroups: false, tpr: 0 }
+        Variant { kernel, format: None, subgroups: false, tpr: 0, mb: 0 }
     }
 
     pub fn label(&self) -> String {
@@ -70,7 +71,7 @@ impl Variant {
             s += &format!("_{}", f.name().to_lowercase());
         }
         if self.kernel == Kernel::Matmul {
-            s += &format!("_tpr{}{}", self.tpr, if self.subgroups { "_subgroup" } else { "" });
+            s += &format!("_tpr{}_mb{}{}", self.tpr, self.mb, if self.subgroups { "_subgroup" } else { "" });
         }
         s
     }
@@ -79,7 +80,7 @@ impl Variant {
     pub fn source(&self) -> String {
         let mut src = String::new();
         if self.kernel == Kernel::Matmul {
-            src += &format!("const WG: u32 = 256u;\nconst TPR: u32 = {}u;\n", self.tpr);
+            src += &format!("const WG: u32 = 256u;\nconst TPR: u32 = {}u;\nconst MB: u32 = {}u;\n", self.tpr, self.mb);
             src += if self.subgroups { shader!("reduce_subgroup") } else { shader!("reduce_shared") };
         }
         if let Some(format) = self.format {
@@ -99,14 +100,12 @@ impl Variant {
             match kernel {
                 Kernel::Matmul => {
                     for format in Format::ALL {
-                        for (subgroups, tpr) in [(false, 32), (true, 32), (true, 8)] {
-                            out.push(Variant { kernel, format: Some(format), subgroups, tpr });
+                        for (subgroups, tpr, mb) in [(false, 32, 1), (false, 32, 8), (true, 32, 1), (true, 8, 8)] {
+                            out.push(Variant { kernel, format: Some(format), subgroups, tpr, mb });
                         }
                     }
                 }
-                Kernel::MatmulTiled | Kernel::Embed => {
-                    out.extend(Format::ALL.map(|f| Variant { format: Some(f), ..Variant::plain(kernel) }))
-                }
+                Kernel::Embed => out.extend(Format::ALL.map(|f| Variant { format: Some(f), ..Variant::plain(kernel) })),
                 _ => out.push(Variant::plain(kernel)),
             }
         }

@@ -18,7 +18,10 @@ pub struct GpuWeight {
 }
 
 pub fn alloc(be: &Wgpu, dtype: DType, rows: usize, cols: usize) -> Result<Tensor<Wgpu>> {
-    let buf = be.ctx.buffer((rows * cols * 4) as u64, "tensor")?;
+    let mut buf = be.ctx.buffer((rows * cols * 4) as u64, "tensor")?;
+    if dtype == DType::U32 {
+        buf.mirror = Some(vec![0; rows * cols]);
+    }
     Ok(Tensor { buf, rows, cols, dtype })
 }
 
@@ -36,6 +39,9 @@ pub fn write_f32(be: &Wgpu, dst: &mut Tensor<Wgpu>, data: &[f32]) -> Result<()> 
 
 pub fn write_u32(be: &Wgpu, dst: &mut Tensor<Wgpu>, data: &[u32]) -> Result<()> {
     check_len("write_u32", dst, DType::U32, data.len())?;
+    if let Some(mirror) = &mut dst.buf.mirror {
+        mirror[..data.len()].copy_from_slice(data);
+    }
     be.ctx.write_bytes(&dst.buf, bytemuck::cast_slice(data))
 }
 
