@@ -14,5 +14,7 @@ pub mod tokenizer;
 
 pub use backend::Backend;
 pub use backend::cpu::Cpu;
+#[cfg(feature = "wgpu")]
+pub use backend::wgpu::Wgpu;
 pub use error::{Error, Result};
 pub use quant::Format;

@@ -44,6 +44,10 @@ pub fn run(args: InfoArgs) -> Result<()> {
     }
     if let Some(backend) = args.backend {
         println!("backend: {backend:?}");
+        #[cfg(feature = "wgpu")]
+        if backend == super::BackendName::Wgpu {
+            println!("{}", ultra::Wgpu::new()?.describe());
+        }
     }
     Ok(())
 }

@@ -32,6 +32,12 @@ macro_rules! with_backend {
                 let $be = ultra::Cpu::new();
                 $body
             }
+            #[cfg(feature = "wgpu")]
+            $crate::cli::BackendName::Wgpu => {
+                let $be = ultra::Wgpu::new()?;
+                $body
+            }
+            #[cfg(not(feature = "wgpu"))]
             $crate::cli::BackendName::Wgpu => Err(ultra::Error::BackendNotBuilt("wgpu").into()),
             $crate::cli::BackendName::Cuda => Err(ultra::Error::BackendNotBuilt("cuda").into()),
         }
