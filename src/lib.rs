@@ -12,5 +12,7 @@ pub mod model;
 pub mod quant;
 
 pub use backend::Backend;
+#[cfg(feature = "cuda")]
+pub use backend::cuda::Cuda;
 pub use error::{Error, Result};
 pub use quant::Format;

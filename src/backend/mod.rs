@@ -11,6 +11,8 @@
 //! bit-identical to one-token-at-a-time runs on backends that keep this promise.
 
 pub mod cpu;
+#[cfg(feature = "cuda")]
+pub mod cuda;
 
 use std::sync::Arc;
 
