@@ -54,16 +54,16 @@ fn prompt_ids(n: usize, vocab: usize) -> Vec<u32> {
 }
 
 /// One run: (prefill tok/s, decode tok/s).
-fn run_once<B: Backend>(runner: &mut Runner<B>, prompt: &[u32], gen: usize) -> Result<(f64, f64)> {
+fn run_once<B: Backend>(runner: &mut Runner<B>, prompt: &[u32], n_gen: usize) -> Result<(f64, f64)> {
     let seq = runner.cache.add_seq();
     let t0 = Instant::now();
     let mut next = runner.forward_argmax(&Batch::sequence(seq, 0, prompt, false))?[0];
     let prefill = prompt.len() as f64 / t0.elapsed().as_secs_f64();
     let t1 = Instant::now();
-    for i in 0..gen {
+    for i in 0..n_gen {
         next = runner.forward_argmax(&Batch::sequence(seq, prompt.len() + i, &[next], false))?[0];
     }
-    let decode = gen as f64 / t1.elapsed().as_secs_f64();
+    let decode = n_gen as f64 / t1.elapsed().as_secs_f64();
     runner.cache.remove_seq(seq)?;
     Ok((prefill, decode))
 }

@@ -12,6 +12,7 @@ pub mod model;
 pub mod quant;
 
 pub use backend::Backend;
+pub use backend::cpu::Cpu;
 #[cfg(feature = "cuda")]
 pub use backend::cuda::Cuda;
 pub use error::{Error, Result};

@@ -24,7 +24,7 @@ const LOGIT_TOL_F64: f64 = 0.05;
 
 fn runner(context: usize) -> Runner<Cpu> {
     let gguf = Gguf::open(&common::model_path()).expect("reference model loads");
-    Runner::new(Cpu::new(), &gguf, CacheLayout::plain(2, context), context).expect("runner")
+    Runner::load(Cpu::new(), &gguf, CacheLayout::plain(2, context), context).expect("runner")
 }
 
 fn ids(v: &Value) -> Vec<u32> {
@@ -47,7 +47,7 @@ fn free_running_greedy_matches_llama_cpp_until_a_near_tie() {
         let (prompt, expected, gaps) = (ids(&case["prompt_ids"]), ids(&case["generated_ids"]), floats(&case["top2_gap"]));
         let seq = runner.cache.add_seq();
         let opts = GenerateOptions { max_tokens: expected.len(), prefill_chunk: 512, eog: vec![0, 2] };
-        let mut sampler = Sampler::new(SamplerConfig::default());
+        let mut sampler = Sampler::new(SamplerConfig::default()).unwrap();
         let got = generate(&mut runner, seq, &prompt, &mut sampler, &opts, |_| Ok(())).unwrap().tokens;
         runner.cache.remove_seq(seq).unwrap();
         match got.iter().zip(&expected).position(|(a, b)| a != b) {

@@ -16,7 +16,7 @@ pub fn run(args: BenchArgs) -> Result<()> {
 
 fn run_on<B: Backend>(backend: B, gguf: &Gguf, args: &BenchArgs) -> Result<()> {
     let context = args.prompt_tokens + args.gen_tokens;
-    let mut runner = Runner::new(backend, gguf, CacheLayout::plain(1, context), context)?;
+    let mut runner = Runner::load(backend, gguf, CacheLayout::plain(1, context), context)?;
     let report = bench(&mut runner, args.prompt_tokens, args.gen_tokens, args.runs)?;
     if args.json {
         let mut value = serde_json::to_value(&report)?;

@@ -1,6 +1,7 @@
 //! The commands of the `ultra` binary, one file each, and what they share: argument structs,
 //! model loading, and the one place a backend name becomes a backend.
 
+pub mod batch;
 pub mod bench;
 pub mod generate;
 pub mod info;
@@ -14,6 +15,7 @@ use anyhow::{Context, Result};
 use clap::{Args, ValueEnum};
 
 use ultra::gguf::Gguf;
+use ultra::kv_cache::CacheLayout;
 
 #[derive(Clone, Copy, Debug, PartialEq, Eq, ValueEnum)]
 pub enum BackendName {
@@ -60,8 +62,14 @@ pub struct GenerateArgs {
     #[command(flatten)]
     pub model: ModelArgs,
     /// The prompt. Special tokens written in it (`<|im_start|>`) are recognized.
+    #[arg(long, required_unless_present = "prompts_file", conflicts_with = "prompts_file")]
+    pub prompt: Option<String>,
+    /// JSON lines, `{"prompt": "..."}` each: run them together with continuous batching.
     #[arg(long)]
-    pub prompt: String,
+    pub prompts_file: Option<PathBuf>,
+    /// Most sequences decoded together with --prompts-file.
+    #[arg(long, default_value_t = 16)]
+    pub max_batch: usize,
     #[arg(long, default_value_t = 128)]
     pub max_tokens: usize,
     /// 0 = greedy.
@@ -93,6 +101,66 @@ pub struct GenerateArgs {
     /// Prompt tokens per forward pass.
     #[arg(long, default_value_t = 512)]
     pub batch: usize,
+    #[command(flatten)]
+    pub cache: CacheArgs,
+    #[command(flatten)]
+    pub spec: SpecArgs,
+}
+
+#[derive(Args, Clone, Debug)]
+pub struct CacheArgs {
+    /// Paged KV cache: pages from a shared pool, allocated on demand, shared between prompts
+    /// with equal prefixes.
+    #[arg(long)]
+    pub paged_cache: bool,
+    /// Tokens per page.
+    #[arg(long, default_value_t = 16)]
+    pub page_size: usize,
+    /// Pages in the pool (default: enough for every sequence's full context).
+    #[arg(long)]
+    pub cache_pages: Option<usize>,
+}
+
+impl CacheArgs {
+    pub fn layout(&self, max_seqs: usize, context: usize) -> CacheLayout {
+        if self.paged_cache {
+            let page = self.page_size.max(1);
+            CacheLayout::paged(page, self.cache_pages.unwrap_or(max_seqs * context.div_ceil(page)))
+        } else {
+            CacheLayout::plain(max_seqs, context)
+        }
+    }
+}
+
+#[derive(Clone, Copy, Debug, PartialEq, Eq, ValueEnum)]
+pub enum DraftMode {
+    None,
+    /// A separate draft model (`--draft-model`) with the same vocabulary.
+    Model,
+    /// The target's own first `--draft-layers` layers and its head.
+    #[value(name = "self")]
+    SelfLayers,
+    /// The most frequent continuation seen so far.
+    Ngram,
+    /// Prompt lookup: what followed the last tokens' earlier occurrence.
+    Lookup,
+}
+
+#[derive(Args, Clone, Debug)]
+pub struct SpecArgs {
+    #[arg(long, value_enum, default_value_t = DraftMode::None)]
+    pub draft_mode: DraftMode,
+    /// Drafted tokens per verification pass.
+    #[arg(long, default_value_t = 4)]
+    pub speculate: usize,
+    /// Grow and shrink the window from recent acceptance; turn speculation off when it does not pay.
+    #[arg(long)]
+    pub adaptive_k: bool,
+    #[arg(long)]
+    pub draft_model: Option<PathBuf>,
+    /// Layers of the target used by `--draft-mode self` (default: a quarter).
+    #[arg(long)]
+    pub draft_layers: Option<usize>,
 }
 
 #[derive(Args, Clone, Debug)]

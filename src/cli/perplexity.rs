@@ -21,7 +21,7 @@ fn run_on<B: Backend>(backend: B, gguf: &Gguf, args: &PerplexityArgs) -> Result<
     let tokenizer = Tokenizer::from_gguf(gguf)?;
     // As llama-perplexity: the whole file, special-token text left as text.
     let tokens = tokenizer.encode(&text, false)?;
-    let mut runner = Runner::new(backend, gguf, CacheLayout::plain(1, args.ctx), args.ctx)?;
+    let mut runner = Runner::load(backend, gguf, CacheLayout::plain(1, args.ctx), args.ctx)?;
     let batch = args.batch.unwrap_or(args.ctx);
     if !args.json {
         eprintln!("{} tokens, {} chunks of {}", tokens.len(), tokens.len() / args.ctx.max(1), args.ctx);

@@ -26,16 +26,25 @@ pub struct Generation {
     pub prefill_secs: f64,
     pub decode_secs: f64,
     pub n_prompt: usize,
+    /// Prompt tokens whose keys and values came from the prefix cache instead of a prefill.
+    pub cached_prompt_tokens: usize,
 }
 
 impl Generation {
+    /// Prompt tokens computed (not taken from the prefix cache) per second.
     pub fn prefill_tok_s(&self) -> f64 {
-        self.n_prompt as f64 / self.prefill_secs.max(1e-9)
+        (self.n_prompt - self.cached_prompt_tokens) as f64 / self.prefill_secs.max(1e-9)
     }
     /// Decode speed: tokens after the first (which comes from the prefill's logits) per second.
     pub fn decode_tok_s(&self) -> f64 {
         self.tokens.len().saturating_sub(1) as f64 / self.decode_secs.max(1e-9)
     }
+}
+
+/// Greedy without a repetition penalty needs only the argmax, which the device computes, so
+/// only the token id is read back.
+pub fn uses_device_argmax(sampler: &Sampler) -> bool {
+    sampler.config().is_greedy() && sampler.config().repeat_penalty == 1.0
 }
 
 /// Feeds `tokens` to `seq` in chunks; returns the logits of the last one.
@@ -71,7 +80,8 @@ pub fn generate<B: Backend>(
     let mut out = Generation { n_prompt: prompt.len(), ..Generation::default() };
     let mut history: Vec<u32> = prompt.to_vec();
     let t0 = Instant::now();
-    let logits = prefill(runner, seq, prompt, opts.prefill_chunk)?;
+    out.cached_prompt_tokens = runner.cache.reuse_prefix(seq, prompt)?;
+    let logits = prefill(runner, seq, &prompt[out.cached_prompt_tokens..], opts.prefill_chunk)?;
     let mut next = sampler.sample(&logits, &history);
     out.prefill_secs = t0.elapsed().as_secs_f64();
     let t1 = Instant::now();
@@ -88,7 +98,7 @@ pub fn generate<B: Backend>(
             break;
         }
         let batch = Batch::sequence(seq, pos, &[next], false);
-        next = if sampler.is_greedy() {
+        next = if uses_device_argmax(sampler) {
             runner.forward_argmax(&batch)?[0]
         } else {
             runner.forward(&batch)?;

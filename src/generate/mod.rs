@@ -1,8 +1,16 @@
-//! Generation on top of the model: sampling, the prefill/decode loop, perplexity.
+//! Generation on top of the model: sampling, the prefill/decode loop, speculative decoding,
+//! perplexity.
 
+pub mod adaptive;
 pub mod decode;
+pub mod drafter;
 pub mod perplexity;
 pub mod sampler;
+pub mod scheduler;
+pub mod speculative;
 
 pub use decode::{GenerateOptions, Generation, generate, prefill};
+pub use drafter::{Draft, Drafter, LookupDrafter, ModelDrafter, NgramDrafter};
 pub use perplexity::{Perplexity, perplexity};
+pub use scheduler::{Completion, Request, Scheduler, SchedulerOptions};
+pub use speculative::{SpecOptions, SpecStats, generate_speculative};

@@ -11,7 +11,7 @@ mod writer;
 
 pub use reader::{Gguf, TensorInfo};
 pub use value::{Value, ValueType};
-pub use writer::GgufWriter;
+pub use writer::{GgufWriter, TensorStream};
 
 pub const MAGIC: &[u8; 4] = b"GGUF";
 pub const DEFAULT_ALIGNMENT: u64 = 32;

@@ -111,20 +111,26 @@ fn parse_header(cur: &mut Cursor) -> Result<Header> {
     }
     let version = cur.u32("version")?;
     if !(2..=3).contains(&version) {
-        return Err(cur.error_at(4, format!("GGUF version {version} is not supported (2 and 3 are)")));
+        // Big-endian writers keep the magic's bytes but byte-swap every number after it.
+        let reason = if (1..=3).contains(&version.swap_bytes()) {
+            format!("big-endian GGUF (version {}) is not supported", version.swap_bytes())
+        } else {
+            format!("GGUF version {version} is not supported (2 and 3 are)")
+        };
+        return Err(cur.error_at(4, reason));
     }
     let n_tensors = cur.u64("tensor count")?;
     let n_kv = cur.u64("metadata count")?;
     // Each metadata entry takes at least 8 (key length) + 4 (type) + 1 bytes.
     cur.check_count(n_kv, 13, "metadata count")?;
-    let mut metadata = Vec::with_capacity(n_kv as usize);
-    let mut seen = HashMap::new();
+    let mut metadata = Vec::with_capacity(preallocation(n_kv));
+    let mut seen = HashMap::new(); // key → its byte offset
     for _ in 0..n_kv {
         let key_at = cur.pos;
         let key = cur.string("metadata key")?;
         let tag = cur.u32("metadata type")?;
         let value = cur.value(tag, 0)?;
-        if seen.insert(key.clone(), ()).is_some() {
+        if seen.insert(key.clone(), key_at).is_some() {
             return Err(cur.error_at(key_at, format!("duplicate metadata key `{key}`")));
         }
         metadata.push((key, value));
@@ -133,18 +139,29 @@ fn parse_header(cur: &mut Cursor) -> Result<Header> {
         None => DEFAULT_ALIGNMENT,
         Some((_, v)) => match v.as_u64() {
             Some(a) if a.is_power_of_two() && a <= 1 << 20 => a,
-            _ => return Err(cur.error_at(0, format!("general.alignment {v} is not a power of two up to 1 MiB"))),
+            _ => {
+                let at = seen.get("general.alignment").copied().unwrap_or(0);
+                return Err(cur.error_at(at, format!("general.alignment {v} is not a power of two up to 1 MiB")));
+            }
         },
     };
     // Each tensor info takes at least 8 (name length) + 4 (n_dims) + 8 (one dim) + 4 + 8 bytes.
     cur.check_count(n_tensors, 32, "tensor count")?;
-    let mut tensors = Vec::with_capacity(n_tensors as usize);
+    let mut tensors = Vec::with_capacity(preallocation(n_tensors));
     for _ in 0..n_tensors {
         tensors.push(cur.tensor_info()?);
     }
     let data_offset = cur.pos.div_ceil(alignment as usize) as u64 * alignment;
     check_tensor_layout(&mut tensors, data_offset, cur.bytes.len() as u64, alignment)?;
     Ok((version, metadata, tensors, data_offset, alignment))
+}
+
+/// Capacity to reserve for `count` parsed items. Counts are bounded by the bytes that remain,
+/// but a parsed item is larger than its smallest encoding (a 1-byte u8 value becomes a 32-byte
+/// `Value`), so a hostile count could still reserve many times the file size before the parse
+/// fails: reserve a little and let real data grow the vector.
+fn preallocation(count: u64) -> usize {
+    count.min(1 << 12) as usize
 }
 
 /// Every tensor lies inside the data section, aligned, without overlapping another.
@@ -274,7 +291,7 @@ impl Cursor<'_> {
                     .ok_or_else(|| self.error_at(at, format!("unknown array item type {item_tag}")))?;
                 let count = self.u64("array length")?;
                 self.check_count(count, item_ty.min_size(), "array length")?;
-                let mut items = Vec::with_capacity(count as usize);
+                let mut items = Vec::with_capacity(preallocation(count));
                 for _ in 0..count {
                     items.push(self.value(item_tag, depth + 1)?);
                 }
@@ -307,10 +324,10 @@ impl Cursor<'_> {
 
 /// Bytes of a tensor of these dims, or why they are invalid.
 fn tensor_bytes(dims: &[u64], block_len: u64, block_bytes: u64) -> std::result::Result<u64, String> {
-    if dims.iter().any(|&d| d == 0) {
+    if dims.contains(&0) {
         return Err("a dimension is zero".into());
     }
-    if dims[0] % block_len != 0 {
+    if !dims[0].is_multiple_of(block_len) {
         return Err(format!("row length {} is not a multiple of the block size {block_len}", dims[0]));
     }
     let n_elements = dims.iter().try_fold(1u64, |acc, &d| acc.checked_mul(d)).ok_or("element count overflows")?;

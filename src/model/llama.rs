@@ -3,6 +3,7 @@
 
 use crate::backend::{AttnShape, Backend};
 use crate::error::Result;
+use crate::gguf::Gguf;
 use crate::kv_cache::KvCache;
 use crate::model::{Activations, Config, Weights};
 
@@ -12,8 +13,15 @@ pub struct Llama<B: Backend> {
 }
 
 impl<B: Backend> Llama<B> {
+    pub fn load(backend: &B, gguf: &Gguf) -> Result<Llama<B>> {
+        let config = Config::from_gguf(gguf)?;
+        let weights = Weights::load(backend, gguf, &config)?;
+        Ok(Llama { config, weights })
+    }
+
     /// Runs the batch whose inputs `a` holds (ids, positions, slots, block table, logit rows),
     /// appending its K and V to `cache`; leaves logits in `a.logits` [n_logits, vocab].
+    /// Only as many layers run as `cache` holds: a shallow cache makes a self-speculation draft.
     pub fn forward(&self, be: &B, cache: &mut KvCache<B>, a: &mut Activations<B>) -> Result<()> {
         let c = &self.config;
         let w = &self.weights;

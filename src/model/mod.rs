@@ -1,10 +1,12 @@
-//! The model: hyperparameters, weights, batch description, activations, and the forward pass.
+//! The model: hyperparameters, weights, batch description, activations, the forward pass, and
+//! random-weight models of real shapes (`synth`).
 
 mod activations;
 mod batch;
 mod config;
 mod llama;
 mod runner;
+pub mod synth;
 mod weights;
 
 pub use activations::Activations;

@@ -3,19 +3,23 @@
 //! per batch shape, so a decode loop reuses one set and allocates nothing.
 
 use std::path::Path;
+use std::sync::Arc;
 
 use crate::backend::Backend;
 use crate::error::{Error, Result};
 use crate::gguf::Gguf;
 use crate::kv_cache::{CacheLayout, KvCache};
-use crate::model::{Activations, Batch, Config, Llama, Weights};
+use crate::model::{Activations, Batch, Config, Llama};
 
 /// Distinct batch shapes whose activations are kept (decode, prefill chunk, a few others).
 const MAX_SHAPES: usize = 6;
 
 pub struct Runner<B: Backend> {
-    pub backend: B,
-    pub model: Llama<B>,
+    pub backend: Arc<B>,
+    /// Shared with other runners of the same weights (a self-speculation draft runs its first layers).
+    pub model: Arc<Llama<B>>,
+    /// Layers this runner computes (all, unless it is a shallow draft of a shared model).
+    pub depth: usize,
     pub cache: KvCache<B>,
     /// Longest sequence this runner serves (the context size).
     pub context: usize,
@@ -39,13 +43,9 @@ struct HostInputs {
 
 impl<B: Backend> Runner<B> {
     /// Loads the model from a parsed GGUF onto `backend`, with a KV cache of this layout.
-    pub fn new(backend: B, gguf: &Gguf, layout: CacheLayout, context: usize) -> Result<Runner<B>> {
-        let config = Config::from_gguf(gguf)?;
-        let weights = Weights::load(&backend, gguf, &config)?;
-        let cache = KvCache::new(&backend, &config, layout)?;
-        let context = context.min(cache.max_seq_len());
-        let model = Llama { config, weights };
-        Ok(Runner { backend, model, cache, context, shapes: Vec::new(), logits: Vec::new(), forward_passes: 0, host: HostInputs::default() })
+    pub fn load(backend: B, gguf: &Gguf, layout: CacheLayout, context: usize) -> Result<Runner<B>> {
+        let model = Llama::load(&backend, gguf)?;
+        Runner::new(Arc::new(backend), Arc::new(model), layout, context)
     }
 
     /// Opens a GGUF file and loads it with a plain cache for `max_seqs` sequences of `context`.
@@ -53,7 +53,25 @@ impl<B: Backend> Runner<B> {
         let gguf = Gguf::open(path)?;
         let config = Config::from_gguf(&gguf)?;
         let context = context.min(config.context_length).max(1);
-        Runner::new(backend, &gguf, CacheLayout::plain(max_seqs, context), context)
+        Runner::load(backend, &gguf, CacheLayout::plain(max_seqs, context), context)
+    }
+
+    /// A runner over an already loaded model, with its own KV cache.
+    pub fn new(backend: Arc<B>, model: Arc<Llama<B>>, layout: CacheLayout, context: usize) -> Result<Runner<B>> {
+        let depth = model.config.n_layers;
+        Runner::with_depth(backend, model, layout, context, depth)
+    }
+
+    /// A runner that computes only the first `depth` layers, then the model's head: a cheap draft
+    /// of the same model for self-speculative decoding. Its cache holds `depth` layers.
+    pub fn with_depth(backend: Arc<B>, model: Arc<Llama<B>>, layout: CacheLayout, context: usize, depth: usize) -> Result<Runner<B>> {
+        if depth == 0 || depth > model.config.n_layers {
+            return Err(Error::InvalidArgument(format!("depth {depth} outside 1..={}", model.config.n_layers)));
+        }
+        let cache_config = Config { n_layers: depth, ..model.config.clone() };
+        let cache = KvCache::new(&*backend, &cache_config, layout)?;
+        let context = context.min(cache.max_seq_len());
+        Ok(Runner { backend, model, depth, cache, context, shapes: Vec::new(), logits: Vec::new(), forward_passes: 0, host: HostInputs::default() })
     }
 
     pub fn config(&self) -> &Config {
@@ -89,15 +107,25 @@ impl<B: Backend> Runner<B> {
     fn run(&mut self, batch: &Batch) -> Result<()> {
         self.check(batch)?;
         let seqs = batch.seqs();
-        for &s in &seqs {
-            let end = batch.tokens.iter().filter(|t| t.seq == s).map(|t| t.pos + 1).max().unwrap_or(0);
-            self.cache.grow(s, end)?;
+        let per_seq: Vec<Vec<u32>> =
+            seqs.iter().map(|&s| batch.tokens.iter().filter(|t| t.seq == s).map(|t| t.token).collect()).collect();
+        // All or nothing: a batch that does not fit changes no sequence, so a scheduler can
+        // preempt and retry.
+        let mut need = 0;
+        for (&s, toks) in seqs.iter().zip(&per_seq) {
+            need += self.cache.blocks_needed(s, toks.len())?;
+        }
+        if need > self.cache.free_blocks() {
+            return Err(Error::Cache(format!("out of KV blocks: the batch needs {need}, {} available", self.cache.free_blocks())));
+        }
+        for (&s, toks) in seqs.iter().zip(&per_seq) {
+            self.cache.append(&*self.backend, s, toks)?;
         }
         self.stage_inputs(batch, &seqs)?;
         let (n_tokens, n_logits) = (batch.len(), batch.n_logits().max(1));
         self.use_shape(n_tokens, n_logits)?;
         let a = self.shapes.last_mut().expect("use_shape leaves its shape last");
-        let be = &self.backend;
+        let be = &*self.backend;
         let h = &self.host;
         be.write_u32(&mut a.ids, &h.ids)?;
         be.write_u32(&mut a.batch.seq, &h.seq)?;
@@ -178,7 +206,7 @@ impl<B: Backend> Runner<B> {
                     self.shapes.remove(0);
                 }
                 let max_blocks = self.cache.blocks_for(self.context);
-                Activations::new(&self.backend, &self.model.config, n_tokens, n_logits, max_blocks, self.cache.layout.block_size)?
+                Activations::new(&*self.backend, &self.model.config, n_tokens, n_logits, max_blocks, self.cache.layout.block_size)?
             }
         };
         self.shapes.push(a);

@@ -78,7 +78,7 @@ impl Format {
 
     /// Bytes of one row of `cols` values; an error when `cols` is not a whole number of blocks.
     pub fn row_bytes(self, cols: usize) -> Result<usize> {
-        if cols % self.block_len() != 0 {
+        if !cols.is_multiple_of(self.block_len()) {
             return Err(Error::InvalidArgument(format!(
                 "{} rows hold whole blocks of {} values; {cols} is not a multiple",
                 self.name(),
@@ -136,4 +136,6 @@ pub const fn ggml_type_name(id: u32) -> &'static str {
 }
 
 mod dequant;
+mod quantize;
 pub use dequant::dequantize_row;
+pub use quantize::{f32_to_bf16_bits, quantize_row, quantize_row_into};

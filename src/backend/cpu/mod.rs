@@ -1,1 +1,81 @@
-//! The CPU backend.
+//! The CPU backend: every op in plain Rust with rayon across cores. This file is only the
+//! trait's forwarding table; each family lives in its own file (same stems as the GPU backends),
+//! and simd.rs holds the inner loops that fix every reduction's order.
+
+mod attention;
+mod buffer;
+mod elementwise;
+mod embed;
+mod matmul;
+mod norm;
+mod rope;
+mod sampling;
+pub mod simd;
+
+use crate::backend::{AttnBatch, AttnShape, Backend, DType, HostBytes, KvLayer, Rope, Tensor, Weight};
+use crate::error::Result;
+use crate::quant::Format;
+
+pub use buffer::{CpuBuffer, CpuWeight};
+
+/// The CPU backend. Stateless: scratch lives in thread-locals of the rayon pool.
+#[derive(Clone, Copy, Debug, Default)]
+pub struct Cpu;
+
+impl Cpu {
+    pub fn new() -> Cpu {
+        Cpu
+    }
+}
+
+#[rustfmt::skip]
+impl Backend for Cpu {
+    type Buffer = CpuBuffer;
+    type WeightStorage = CpuWeight;
+
+    fn name(&self) -> &'static str { "cpu" }
+
+    fn alloc(&self, dtype: DType, rows: usize, cols: usize) -> Result<Tensor<Cpu>> { buffer::alloc(dtype, rows, cols) }
+    fn write_f32(&self, dst: &mut Tensor<Cpu>, data: &[f32]) -> Result<()> { buffer::write_f32(dst, data) }
+    fn write_u32(&self, dst: &mut Tensor<Cpu>, data: &[u32]) -> Result<()> { buffer::write_u32(dst, data) }
+    fn read_f32(&self, src: &Tensor<Cpu>, out: &mut [f32]) -> Result<()> { buffer::read_f32(src, out) }
+    fn read_u32(&self, src: &Tensor<Cpu>, out: &mut [u32]) -> Result<()> { buffer::read_u32(src, out) }
+    fn upload_weight(&self, format: Format, rows: usize, cols: usize, bytes: HostBytes) -> Result<Weight<Cpu>> {
+        buffer::upload_weight(format, rows, cols, bytes)
+    }
+    fn sync(&self) -> Result<()> { Ok(()) }
+
+    fn matmul(&self, x: &Tensor<Cpu>, w: &Weight<Cpu>, dst: &mut Tensor<Cpu>) -> Result<()> { matmul::matmul(x, w, dst) }
+
+    fn embed(&self, table: &Weight<Cpu>, ids: &Tensor<Cpu>, dst: &mut Tensor<Cpu>) -> Result<()> { embed::embed(table, ids, dst) }
+
+    fn rms_norm(&self, x: &Tensor<Cpu>, gain: &Tensor<Cpu>, eps: f32, dst: &mut Tensor<Cpu>) -> Result<()> {
+        norm::rms_norm(x, gain, eps, dst)
+    }
+
+    fn rope(&self, x: &mut Tensor<Cpu>, pos: &Tensor<Cpu>, rope: &Rope) -> Result<()> { rope::rope(x, pos, rope) }
+    fn rms_norm_rope(&self, x: &mut Tensor<Cpu>, gain: &Tensor<Cpu>, eps: f32, pos: &Tensor<Cpu>, rope: &Rope) -> Result<()> {
+        norm::rms_norm_rope(x, gain, eps, pos, rope)
+    }
+
+    fn silu_mul(&self, gate: &Tensor<Cpu>, up: &Tensor<Cpu>, dst: &mut Tensor<Cpu>) -> Result<()> {
+        elementwise::silu_mul(gate, up, dst)
+    }
+    fn add_assign(&self, x: &mut Tensor<Cpu>, y: &Tensor<Cpu>) -> Result<()> { elementwise::add_assign(x, y) }
+    fn add_bias(&self, x: &mut Tensor<Cpu>, bias: &Tensor<Cpu>) -> Result<()> { elementwise::add_bias(x, bias) }
+    fn gather_rows(&self, x: &Tensor<Cpu>, rows: &Tensor<Cpu>, dst: &mut Tensor<Cpu>) -> Result<()> {
+        elementwise::gather_rows(x, rows, dst)
+    }
+
+    fn kv_write(&self, k: &Tensor<Cpu>, v: &Tensor<Cpu>, slot: &Tensor<Cpu>, cache: &mut KvLayer<Cpu>) -> Result<()> {
+        attention::kv_write(k, v, slot, cache)
+    }
+    fn attention(&self, q: &Tensor<Cpu>, cache: &KvLayer<Cpu>, batch: &AttnBatch<Cpu>, shape: &AttnShape, dst: &mut Tensor<Cpu>) -> Result<()> {
+        attention::attention(q, cache, batch, shape, dst)
+    }
+    fn copy_slots(&self, cache: &mut KvLayer<Cpu>, src: usize, dst: usize, n: usize) -> Result<()> {
+        attention::copy_slots(cache, src, dst, n)
+    }
+
+    fn argmax(&self, x: &Tensor<Cpu>, dst: &mut Tensor<Cpu>) -> Result<()> { sampling::argmax(x, dst) }
+}

@@ -1,0 +1,67 @@
+//! Elementwise ops on the CPU: silu_mul, add_assign, add_bias, gather_rows. No reductions, so
+//! any split is batch invariant; rows are spread over rayon tasks.
+
+use rayon::prelude::*;
+
+use crate::backend::{Tensor, expect_shape};
+use crate::error::Result;
+
+use super::Cpu;
+use super::buffer::{f32s, f32s_mut, index, u32s};
+
+/// Elements per rayon task (small ops are not worth a thread hop).
+const MIN_TASK: usize = 4096;
+
+/// See [`crate::Backend::silu_mul`]: dst = silu(gate) · up, silu(g) = g / (1 + e^-g).
+/// gate, up, dst: [rows, d_ff]
+pub fn silu_mul(gate: &Tensor<Cpu>, up: &Tensor<Cpu>, dst: &mut Tensor<Cpu>) -> Result<()> {
+    let op = "silu_mul";
+    expect_shape(op, up, gate.rows, gate.cols)?;
+    expect_shape(op, dst, gate.rows, gate.cols)?;
+    let (gate, up, dst) = (f32s(op, gate)?, f32s(op, up)?, f32s_mut(op, dst)?);
+    dst.par_iter_mut().with_min_len(MIN_TASK).zip(gate.par_iter().zip(up.par_iter())).for_each(|(y, (&g, &u))| {
+        *y = g / (1.0 + (-g).exp()) * u;
+    });
+    Ok(())
+}
+
+/// See [`crate::Backend::add_assign`].   x, y: [rows, d]
+pub fn add_assign(x: &mut Tensor<Cpu>, y: &Tensor<Cpu>) -> Result<()> {
+    let op = "add_assign";
+    expect_shape(op, y, x.rows, x.cols)?;
+    let (x, y) = (f32s_mut(op, x)?, f32s(op, y)?);
+    x.par_iter_mut().with_min_len(MIN_TASK).zip(y.par_iter()).for_each(|(a, &b)| *a += b);
+    Ok(())
+}
+
+/// See [`crate::Backend::add_bias`].   x: [rows, d]; bias: [1, d]
+pub fn add_bias(x: &mut Tensor<Cpu>, bias: &Tensor<Cpu>) -> Result<()> {
+    let op = "add_bias";
+    expect_shape(op, bias, 1, x.cols)?;
+    let d = x.cols;
+    let (x, bias) = (f32s_mut(op, x)?, f32s(op, bias)?);
+    if d == 0 {
+        return Ok(());
+    }
+    x.par_chunks_mut(d).with_min_len(MIN_TASK.div_ceil(d)).for_each(|row| {
+        row.iter_mut().zip(bias).for_each(|(a, &b)| *a += b);
+    });
+    Ok(())
+}
+
+/// See [`crate::Backend::gather_rows`].   x: [rows, d]; rows: u32 [n, 1]; dst: [n, d]
+pub fn gather_rows(x: &Tensor<Cpu>, rows: &Tensor<Cpu>, dst: &mut Tensor<Cpu>) -> Result<()> {
+    let op = "gather_rows";
+    let (n_rows, d) = (x.rows, x.cols);
+    expect_shape(op, rows, rows.rows, 1)?;
+    expect_shape(op, dst, rows.rows, d)?;
+    let (x, rows, dst) = (f32s(op, x)?, u32s(op, rows)?, f32s_mut(op, dst)?);
+    if d == 0 {
+        return Ok(());
+    }
+    for (dst_row, &r) in dst.chunks_exact_mut(d).zip(rows) {
+        let r = index(op, "row", r, n_rows)?;
+        dst_row.copy_from_slice(&x[r * d..(r + 1) * d]);
+    }
+    Ok(())
+}

@@ -1,0 +1,26 @@
+//! Token embedding on the CPU: each row of the table is dequantized straight into dst.
+
+use crate::backend::{Tensor, Weight, expect_shape};
+use crate::error::Result;
+use crate::quant::dequantize_row;
+
+use super::Cpu;
+use super::buffer::{f32s_mut, index, u32s, weight_storage};
+
+/// See [`crate::Backend::embed`].   table: [vocab, d] any format; ids: u32 [n_tokens, 1]; dst: [n_tokens, d]
+pub fn embed(table: &Weight<Cpu>, ids: &Tensor<Cpu>, dst: &mut Tensor<Cpu>) -> Result<()> {
+    let op = "embed";
+    let storage = weight_storage(op, table)?;
+    let (vocab, d) = (table.rows, table.cols);
+    expect_shape(op, ids, ids.rows, 1)?;
+    expect_shape(op, dst, ids.rows, d)?;
+    let (ids, dst) = (u32s(op, ids)?, f32s_mut(op, dst)?);
+    if d == 0 {
+        return Ok(());
+    }
+    for (dst_row, &id) in dst.chunks_exact_mut(d).zip(ids) {
+        let id = index(op, "token id", id, vocab)?;
+        dequantize_row(table.format, storage.row(id), dst_row);
+    }
+    Ok(())
+}

@@ -1,0 +1,80 @@
+//! Rotary position embedding on the CPU (arXiv:2104.09864), both ggml pair layouts.
+//!
+//! Angles follow ggml's `ggml_rope_cache_init` (ext_factor = 0, attn_factor = 1), all in f32:
+//! theta_0 = pos, theta_{i+1} = theta_i · theta_scale with theta_scale = powf(base, -2 / n_rot),
+//! angle_i = freq_scale · theta_i, then cosf/sinf. Pair i of the "normal" style is
+//! (x[2i], x[2i+1]); of "neox", (x[i], x[i + n_rot/2]). Dims ≥ n_rot pass through.
+
+use std::cell::RefCell;
+
+use rayon::prelude::*;
+
+use crate::backend::{Rope, RopeStyle, Tensor, expect_shape};
+use crate::error::{Error, Result};
+
+use super::Cpu;
+use super::buffer::{f32s_mut, u32s};
+
+thread_local! {
+    /// (cos, sin) of each rotated pair for the current position: [n_rot / 2, 2].
+    static ANGLES: RefCell<Vec<f32>> = const { RefCell::new(Vec::new()) };
+}
+
+/// Checks the rope settings against a row of `cols` values; returns n_heads.
+pub fn check(op: &'static str, rope: &Rope, cols: usize) -> Result<usize> {
+    let Rope { head_dim, n_rot, .. } = *rope;
+    if head_dim == 0 || n_rot > head_dim || n_rot % 2 != 0 || cols % head_dim != 0 {
+        return Err(Error::InvalidArgument(format!(
+            "{op}: need an even n_rot ≤ head_dim and rows of whole heads; got n_rot {n_rot}, \
+             head_dim {head_dim}, row of {cols}"
+        )));
+    }
+    Ok(cols / head_dim)
+}
+
+/// Runs `f` with the (cos, sin) table of position `pos`, kept in thread-local scratch.
+pub fn with_angles<R>(pos: u32, rope: &Rope, f: impl FnOnce(&[f32]) -> R) -> R {
+    ANGLES.with_borrow_mut(|angles| {
+        angles.clear();
+        let theta_scale = rope.theta.powf(-2.0 / rope.n_rot as f32);
+        let mut theta = pos as f32;
+        for _ in 0..rope.n_rot / 2 {
+            let angle = rope.freq_scale * theta;
+            angles.extend([angle.cos(), angle.sin()]);
+            theta *= theta_scale;
+        }
+        f(angles)
+    })
+}
+
+/// Rotates one head in place.   head: [head_dim]; angles: [n_rot / 2, 2]
+pub fn rotate(head: &mut [f32], angles: &[f32], rope: &Rope) {
+    let half = rope.n_rot / 2;
+    for (i, cs) in angles.chunks_exact(2).enumerate() {
+        let (cos, sin) = (cs[0], cs[1]);
+        let (a, b) = match rope.style {
+            RopeStyle::Normal => (2 * i, 2 * i + 1),
+            RopeStyle::Neox => (i, i + half),
+        };
+        let (x0, x1) = (head[a], head[b]);
+        head[a] = x0 * cos - x1 * sin;
+        head[b] = x0 * sin + x1 * cos;
+    }
+}
+
+/// See [`crate::Backend::rope`].   x: [n_tokens, n_heads · head_dim]; pos: u32 [n_tokens, 1]
+pub fn rope(x: &mut Tensor<Cpu>, pos: &Tensor<Cpu>, rope: &Rope) -> Result<()> {
+    let op = "rope";
+    check(op, rope, x.cols)?;
+    expect_shape(op, pos, x.rows, 1)?;
+    let pos = u32s(op, pos)?;
+    let cols = x.cols;
+    let x = f32s_mut(op, x)?;
+    if x.is_empty() {
+        return Ok(());
+    }
+    x.par_chunks_mut(cols).zip(pos.par_iter()).for_each(|(row, &p)| {
+        with_angles(p, rope, |angles| row.chunks_exact_mut(rope.head_dim).for_each(|h| rotate(h, angles, rope)));
+    });
+    Ok(())
+}

@@ -1,0 +1,217 @@
+//! Inner-loop primitives: dot products and axpy. Every reduction in the CPU backend goes through
+//! [`dot`] / [`dot4`], so this file alone fixes the summation order (batch invariance).
+//!
+//! Summation order of a dot product of length k (the same for every path and every caller):
+//! 16 lane accumulators, lane l takes the fused multiply-adds of elements 16c + l in order of c;
+//! the lanes are combined by the fixed tree (l, l+8) → (l, l+4) → (l, l+2) → (0, 1); the
+//! k mod 16 tail elements are then fused-multiply-added into that sum in order. With every
+//! product fused (one rounding per step), the portable path and the AVX2+FMA path are
+//! bit-identical; the AVX2 path is chosen once per process when the CPU has it.
+
+use std::sync::LazyLock;
+
+const LANES: usize = 16;
+
+/// Whether this CPU runs the AVX2+FMA kernels (decided once, so results never change mid-run).
+static USE_AVX2_FMA: LazyLock<bool> = LazyLock::new(|| {
+    #[cfg(target_arch = "x86_64")]
+    {
+        std::arch::is_x86_feature_detected!("avx2") && std::arch::is_x86_feature_detected!("fma")
+    }
+    #[cfg(not(target_arch = "x86_64"))]
+    {
+        false
+    }
+});
+
+/// Σ a[i]·b[i] in the order described at the top of this file. Panics if the lengths differ
+/// (an internal invariant: callers slice both from checked shapes).
+#[inline]
+pub fn dot(a: &[f32], b: &[f32]) -> f32 {
+    assert_eq!(a.len(), b.len(), "dot: length mismatch");
+    #[cfg(target_arch = "x86_64")]
+    if *USE_AVX2_FMA {
+        // SAFETY: the CPU supports AVX2 and FMA (checked at runtime above); lengths are equal.
+        return unsafe { avx2::dot(a, b) };
+    }
+    portable::dot(a, b)
+}
+
+/// [dot(rows[0], v), …, dot(rows[3], v)], bit-identical to four [`dot`] calls but loading `v`
+/// once per chunk. Since a·b and b·a round the same, it serves both 4 activations × 1 weight
+/// row and 1 activation × 4 weight rows.
+#[inline]
+pub fn dot4(rows: [&[f32]; 4], v: &[f32]) -> [f32; 4] {
+    for r in rows {
+        assert_eq!(r.len(), v.len(), "dot4: length mismatch");
+    }
+    #[cfg(target_arch = "x86_64")]
+    if *USE_AVX2_FMA {
+        // SAFETY: the CPU supports AVX2 and FMA (checked at runtime above); lengths are equal.
+        return unsafe { avx2::dot4(rows, v) };
+    }
+    rows.map(|r| portable::dot(r, v))
+}
+
+/// y[i] = a·x[i] + y[i], fused (one rounding), element by element.
+#[inline]
+pub fn axpy(a: f32, x: &[f32], y: &mut [f32]) {
+    assert_eq!(x.len(), y.len(), "axpy: length mismatch");
+    #[cfg(target_arch = "x86_64")]
+    if *USE_AVX2_FMA {
+        // SAFETY: the CPU supports AVX2 and FMA (checked at runtime above); lengths are equal.
+        return unsafe { avx2::axpy(a, x, y) };
+    }
+    y.iter_mut().zip(x).for_each(|(y, &x)| *y = a.mul_add(x, *y));
+}
+
+/// The portable path: plain loops over fixed-size lane arrays, which LLVM vectorizes where the
+/// target has fused multiply-add; elsewhere `mul_add` is a (correctly rounded) libm call.
+pub mod portable {
+    use super::LANES;
+
+    pub fn dot(a: &[f32], b: &[f32]) -> f32 {
+        let mut acc = [0.0f32; LANES];
+        let mut a_chunks = a.chunks_exact(LANES);
+        let mut b_chunks = b.chunks_exact(LANES);
+        for (ca, cb) in (&mut a_chunks).zip(&mut b_chunks) {
+            for l in 0..LANES {
+                acc[l] = ca[l].mul_add(cb[l], acc[l]);
+            }
+        }
+        let mut sum = reduce(acc);
+        for (&x, &y) in a_chunks.remainder().iter().zip(b_chunks.remainder()) {
+            sum = x.mul_add(y, sum);
+        }
+        sum
+    }
+
+    /// The fixed lane tree: (l, l+8) → (l, l+4) → (l, l+2) → (0, 1).
+    fn reduce(acc: [f32; LANES]) -> f32 {
+        let s8: [f32; 8] = std::array::from_fn(|l| acc[l] + acc[l + 8]);
+        let s4: [f32; 4] = std::array::from_fn(|l| s8[l] + s8[l + 4]);
+        let s2: [f32; 2] = std::array::from_fn(|l| s4[l] + s4[l + 2]);
+        s2[0] + s2[1]
+    }
+}
+
+#[cfg(target_arch = "x86_64")]
+mod avx2 {
+    use std::arch::x86_64::*;
+
+    use super::LANES;
+
+    /// Two 8-wide registers hold lanes 0..8 and 8..16.
+    #[target_feature(enable = "avx2,fma")]
+    pub unsafe fn dot(a: &[f32], b: &[f32]) -> f32 {
+        let chunks = a.len() / LANES;
+        let (mut acc0, mut acc1) = (_mm256_setzero_ps(), _mm256_setzero_ps());
+        for c in 0..chunks {
+            let i = c * LANES;
+            // SAFETY: i + 16 ≤ chunks·16 ≤ len of both slices (the caller checked equal lengths).
+            unsafe {
+                let (pa, pb) = (a.as_ptr().add(i), b.as_ptr().add(i));
+                acc0 = _mm256_fmadd_ps(_mm256_loadu_ps(pa), _mm256_loadu_ps(pb), acc0);
+                acc1 = _mm256_fmadd_ps(_mm256_loadu_ps(pa.add(8)), _mm256_loadu_ps(pb.add(8)), acc1);
+            }
+        }
+        let mut sum = reduce(acc0, acc1);
+        for i in chunks * LANES..a.len() {
+            sum = a[i].mul_add(b[i], sum);
+        }
+        sum
+    }
+
+    /// Four dot products sharing `v`: eight accumulators, `v` loaded once per chunk.
+    #[target_feature(enable = "avx2,fma")]
+    pub unsafe fn dot4(rows: [&[f32]; 4], v: &[f32]) -> [f32; 4] {
+        let chunks = v.len() / LANES;
+        let mut lo = [_mm256_setzero_ps(); 4];
+        let mut hi = [_mm256_setzero_ps(); 4];
+        for c in 0..chunks {
+            let i = c * LANES;
+            // SAFETY: i + 16 ≤ chunks·16 ≤ the length of `v` and of every row (checked equal).
+            unsafe {
+                let pv = v.as_ptr().add(i);
+                let (v0, v1) = (_mm256_loadu_ps(pv), _mm256_loadu_ps(pv.add(8)));
+                for r in 0..4 {
+                    let pr = rows[r].as_ptr().add(i);
+                    lo[r] = _mm256_fmadd_ps(_mm256_loadu_ps(pr), v0, lo[r]);
+                    hi[r] = _mm256_fmadd_ps(_mm256_loadu_ps(pr.add(8)), v1, hi[r]);
+                }
+            }
+        }
+        std::array::from_fn(|r| {
+            let mut sum = reduce(lo[r], hi[r]);
+            for i in chunks * LANES..v.len() {
+                sum = rows[r][i].mul_add(v[i], sum);
+            }
+            sum
+        })
+    }
+
+    /// The lane tree of `portable::reduce`, in registers.
+    #[target_feature(enable = "avx2,fma")]
+    fn reduce(lo: __m256, hi: __m256) -> f32 {
+        let s8 = _mm256_add_ps(lo, hi); // lane l: acc[l] + acc[l + 8]
+        let s4 = _mm_add_ps(_mm256_castps256_ps128(s8), _mm256_extractf128_ps::<1>(s8)); // s8[l] + s8[l + 4]
+        let s2 = _mm_add_ps(s4, _mm_movehl_ps(s4, s4)); // s4[l] + s4[l + 2]
+        _mm_cvtss_f32(_mm_add_ss(s2, _mm_shuffle_ps::<1>(s2, s2))) // s2[0] + s2[1]
+    }
+
+    #[target_feature(enable = "avx2,fma")]
+    pub unsafe fn axpy(a: f32, x: &[f32], y: &mut [f32]) {
+        let chunks = x.len() / 8;
+        let va = _mm256_set1_ps(a);
+        for c in 0..chunks {
+            // SAFETY: c·8 + 8 ≤ the length of both slices (the caller checked equal lengths).
+            unsafe {
+                let (px, py) = (x.as_ptr().add(c * 8), y.as_mut_ptr().add(c * 8));
+                _mm256_storeu_ps(py, _mm256_fmadd_ps(va, _mm256_loadu_ps(px), _mm256_loadu_ps(py)));
+            }
+        }
+        for i in chunks * 8..x.len() {
+            y[i] = a.mul_add(x[i], y[i]);
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn values(n: usize, seed: u32) -> Vec<f32> {
+        let mut s = seed.wrapping_mul(2654435761).max(1);
+        (0..n)
+            .map(|_| {
+                s ^= s << 13;
+                s ^= s >> 17;
+                s ^= s << 5;
+                (s as f32 / u32::MAX as f32) * 2.0 - 1.0
+            })
+            .collect()
+    }
+
+    /// The dispatched (SIMD where available) dot equals the portable one bit for bit.
+    #[test]
+    fn simd_dot_equals_portable_dot() {
+        for n in [0, 1, 15, 16, 17, 64, 100, 576, 1537] {
+            let (a, b) = (values(n, 1 + n as u32), values(n, 1000 + n as u32));
+            assert_eq!(dot(&a, &b).to_bits(), portable::dot(&a, &b).to_bits(), "n = {n}");
+            let rows = [values(n, 7), values(n, 8), values(n, 9), a.clone()];
+            let got = dot4([&rows[0], &rows[1], &rows[2], &rows[3]], &b);
+            for r in 0..4 {
+                assert_eq!(got[r].to_bits(), portable::dot(&rows[r], &b).to_bits(), "n = {n}, row {r}");
+                assert_eq!(got[r].to_bits(), portable::dot(&b, &rows[r]).to_bits(), "dot is symmetric");
+            }
+        }
+    }
+
+    #[test]
+    fn axpy_is_fused() {
+        let (x, mut y) = (values(37, 3), values(37, 4));
+        let expected: Vec<f32> = x.iter().zip(&y).map(|(&x, &y)| 0.3f32.mul_add(x, y)).collect();
+        axpy(0.3, &x, &mut y);
+        assert_eq!(y, expected);
+    }
+}

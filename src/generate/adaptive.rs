@@ -1,0 +1,80 @@
+//! The adaptive speculation window: grows k after rounds that accept every draft, shrinks it
+//! after rounds that accept few, and turns speculation off while it does not pay, measured as
+//! tokens per second of speculative rounds against plain decoding steps.
+
+use std::time::Duration;
+
+/// Exponential moving average weight of the newest observation.
+const EMA: f64 = 0.25;
+/// Plain steps to run while speculation is off before probing it again.
+const OFF_STEPS: usize = 16;
+
+pub struct AdaptiveWindow {
+    k: usize,
+    k_min: usize,
+    k_max: usize,
+    adaptive: bool,
+    spec_tok_s: Option<f64>,
+    plain_tok_s: Option<f64>,
+    off_for: usize,
+}
+
+impl AdaptiveWindow {
+    /// A fixed window of `k` when `adaptive` is false; otherwise k moves within k_min..=k_max.
+    pub fn new(k: usize, adaptive: bool, k_max: usize) -> AdaptiveWindow {
+        let k_max = k_max.max(k).max(1);
+        AdaptiveWindow { k, k_min: 1, k_max, adaptive, spec_tok_s: None, plain_tok_s: None, off_for: 0 }
+    }
+
+    /// Drafts to ask for this round; 0 means run a plain decoding step.
+    pub fn k(&self) -> usize {
+        if self.off_for > 0 { 0 } else { self.k }
+    }
+
+    fn ema(slot: &mut Option<f64>, value: f64) {
+        *slot = Some(match *slot {
+            None => value,
+            Some(old) => old + EMA * (value - old),
+        });
+    }
+
+    /// After a speculative round that proposed `drafted` and accepted `accepted`, taking `time`
+    /// for `emitted` tokens.
+    pub fn after_round(&mut self, drafted: usize, accepted: usize, emitted: usize, time: Duration) {
+        if !self.adaptive {
+            return;
+        }
+        Self::ema(&mut self.spec_tok_s, emitted as f64 / time.as_secs_f64().max(1e-9));
+        if drafted > 0 && accepted == drafted {
+            self.k = (self.k + 1).min(self.k_max);
+        } else if accepted * 2 < drafted {
+            self.k = self.k.saturating_sub(1).max(self.k_min);
+        }
+        if let (Some(spec), Some(plain)) = (self.spec_tok_s, self.plain_tok_s) {
+            if spec < plain {
+                self.off_for = OFF_STEPS;
+            }
+        }
+    }
+
+    /// After a plain decoding step that took `time`.
+    pub fn after_plain_step(&mut self, time: Duration) {
+        if !self.adaptive {
+            return;
+        }
+        Self::ema(&mut self.plain_tok_s, 1.0 / time.as_secs_f64().max(1e-9));
+        if self.off_for > 0 {
+            self.off_for -= 1;
+            if self.off_for == 0 {
+                // Probe again from a small window; forget the old estimate so it can recover.
+                self.k = self.k_min;
+                self.spec_tok_s = None;
+            }
+        }
+    }
+
+    /// Before any measurement: one plain step gives the baseline to compare against.
+    pub fn wants_baseline(&self) -> bool {
+        self.adaptive && self.plain_tok_s.is_none()
+    }
+}

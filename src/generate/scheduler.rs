@@ -1,0 +1,222 @@
+//! Continuous batching: sequences join and leave the running batch at every step. Each step is
+//! one forward pass holding one token of every decoding sequence plus prompt chunks of
+//! sequences still in prefill. Admission waits for free KV pages; when pages run out the
+//! youngest sequence is preempted (its pages freed) and recomputed later from its prompt and the
+//! tokens it had produced, so it continues exactly as if it had never been preempted.
+
+use std::collections::VecDeque;
+
+use crate::backend::Backend;
+use crate::error::{Error, Result};
+use crate::generate::sampler::Sampler;
+use crate::kv_cache::SeqId;
+use crate::model::{Batch, Runner};
+
+/// One prompt to complete.
+pub struct Request {
+    pub index: usize,
+    pub prompt: Vec<u32>,
+    pub max_tokens: usize,
+    pub sampler: Sampler,
+}
+
+/// A finished request.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct Completion {
+    pub index: usize,
+    pub prompt_tokens: Vec<u32>,
+    pub tokens: Vec<u32>,
+    pub stopped_at_eog: bool,
+    /// Prompt tokens taken from the prefix cache at (first) admission.
+    pub cached_prompt_tokens: usize,
+    pub preemptions: usize,
+}
+
+struct Active {
+    req: Request,
+    seq: SeqId,
+    /// The tokens whose keys and values the sequence needs: prompt, then generated ones.
+    generated: Vec<u32>,
+    /// Leading tokens of `needed()` already in the cache.
+    computed: usize,
+    admitted_at: u64,
+    cached_prompt_tokens: Option<usize>,
+    preemptions: usize,
+}
+
+impl Active {
+    /// Every token the sequence must hold in its cache before it can sample the next one:
+    /// the prompt and everything generated so far (also its sampling history).
+    fn needed(&self) -> Vec<u32> {
+        let mut all = self.req.prompt.clone();
+        all.extend_from_slice(&self.generated);
+        all
+    }
+}
+
+#[derive(Clone, Copy, Debug)]
+pub struct SchedulerOptions {
+    /// Most sequences in the running batch.
+    pub max_seqs: usize,
+    /// Most tokens in one forward pass (decode tokens plus prompt chunks).
+    pub max_batch_tokens: usize,
+}
+
+pub struct Scheduler<'a, B: Backend> {
+    runner: &'a mut Runner<B>,
+    eog: Vec<u32>,
+    opts: SchedulerOptions,
+    waiting: VecDeque<Active>,
+    running: Vec<Active>,
+    clock: u64,
+    /// Forward passes run by this scheduler.
+    pub steps: u64,
+    pub preemptions: u64,
+}
+
+impl<'a, B: Backend> Scheduler<'a, B> {
+    pub fn new(runner: &'a mut Runner<B>, eog: Vec<u32>, opts: SchedulerOptions) -> Self {
+        Scheduler { runner, eog, opts, waiting: VecDeque::new(), running: Vec::new(), clock: 0, steps: 0, preemptions: 0 }
+    }
+
+    pub fn submit(&mut self, req: Request) -> Result<()> {
+        if req.prompt.is_empty() {
+            return Err(Error::InvalidArgument(format!("prompt {} is empty", req.index)));
+        }
+        if req.prompt.len() >= self.runner.context {
+            return Err(Error::ContextOverflow { prompt: req.prompt.len(), context: self.runner.context });
+        }
+        let waiting = Active { req, seq: usize::MAX, generated: Vec::new(), computed: 0, admitted_at: 0, cached_prompt_tokens: None, preemptions: 0 };
+        self.waiting.push_back(waiting);
+        Ok(())
+    }
+
+    pub fn is_done(&self) -> bool {
+        self.waiting.is_empty() && self.running.is_empty()
+    }
+
+    /// Runs until every request is complete, calling `on_done` as each finishes.
+    pub fn run(&mut self, mut on_done: impl FnMut(Completion) -> Result<()>) -> Result<()> {
+        while !self.is_done() {
+            for c in self.step()? {
+                on_done(c)?;
+            }
+        }
+        Ok(())
+    }
+
+    /// Admits what fits, runs one forward pass over the running batch, samples, retires.
+    pub fn step(&mut self) -> Result<Vec<Completion>> {
+        self.admit()?;
+        let (batch, fed, rows) = self.build_batch()?;
+        if batch.is_empty() {
+            return Err(Error::Cache("no sequence can make progress: the KV pool is too small for one prompt chunk".into()));
+        }
+        self.runner.forward(&batch)?;
+        self.steps += 1;
+        for (i, n) in fed {
+            self.running[i].computed += n;
+        }
+        let mut done = Vec::new();
+        for (row, i) in rows.into_iter().enumerate() {
+            let a = &mut self.running[i];
+            let history = a.needed();
+            let next = a.req.sampler.sample(self.runner.logits(row), &history);
+            a.generated.push(next);
+        }
+        for i in (0..self.running.len()).rev() {
+            let a = &self.running[i];
+            let finished = a.generated.last().is_some_and(|t| self.eog.contains(t))
+                || a.generated.len() >= a.req.max_tokens
+                || a.req.prompt.len() + a.generated.len() >= self.runner.context;
+            if finished {
+                let a = self.running.remove(i);
+                self.runner.cache.remove_seq(a.seq)?;
+                let stopped_at_eog = a.generated.last().is_some_and(|t| self.eog.contains(t));
+                done.push(Completion {
+                    index: a.req.index,
+                    prompt_tokens: a.req.prompt,
+                    tokens: a.generated,
+                    stopped_at_eog,
+                    cached_prompt_tokens: a.cached_prompt_tokens.unwrap_or(0),
+                    preemptions: a.preemptions,
+                });
+            }
+        }
+        Ok(done)
+    }
+
+    /// Moves waiting sequences into the batch while their first chunk fits in free pages,
+    /// keeping one page of headroom per running sequence for its next decode token.
+    fn admit(&mut self) -> Result<()> {
+        while self.running.len() < self.opts.max_seqs {
+            let Some(front) = self.waiting.front() else { break };
+            let first_chunk = front.needed().len().min(self.opts.max_batch_tokens);
+            let need = self.runner.cache.blocks_for(first_chunk) + self.running.len();
+            if need > self.runner.cache.free_blocks() && !self.running.is_empty() {
+                break;
+            }
+            let mut a = self.waiting.pop_front().expect("front exists");
+            a.seq = self.runner.cache.add_seq();
+            a.computed = self.runner.cache.reuse_prefix(a.seq, &a.needed())?;
+            a.cached_prompt_tokens.get_or_insert(a.computed);
+            self.clock += 1;
+            a.admitted_at = self.clock;
+            self.running.push(a);
+        }
+        Ok(())
+    }
+
+    /// One token per decoding sequence, then prompt chunks within the token budget; preempts
+    /// the youngest sequences until the batch's pages fit. Returns the batch, (sequence index in
+    /// `running`, tokens fed) per sequence, and per logits row the index of its sequence.
+    fn build_batch(&mut self) -> Result<(Batch, Vec<(usize, usize)>, Vec<usize>)> {
+        loop {
+            let plan = self.plan();
+            if plan.3 <= self.runner.cache.free_blocks() || self.running.len() <= 1 {
+                return Ok((plan.0, plan.1, plan.2));
+            }
+            self.preempt_youngest()?;
+        }
+    }
+
+    #[allow(clippy::type_complexity)]
+    fn plan(&self) -> (Batch, Vec<(usize, usize)>, Vec<usize>, usize) {
+        let (mut batch, mut fed, mut rows, mut pages) = (Batch::new(), Vec::new(), Vec::new(), 0);
+        let mut budget = self.opts.max_batch_tokens;
+        // Decoding sequences first: they hold pages already and each needs one token.
+        let mut order: Vec<usize> = (0..self.running.len()).collect();
+        order.sort_by_key(|&i| (self.running[i].needed().len() - self.running[i].computed > 1, self.running[i].admitted_at));
+        for i in order {
+            let a = &self.running[i];
+            let needed = a.needed();
+            let n = (needed.len() - a.computed).min(budget);
+            if n == 0 {
+                continue;
+            }
+            budget -= n;
+            fed.push((i, n));
+            pages += self.runner.cache.blocks_needed(a.seq, n).unwrap_or(usize::MAX / 4);
+            let completes = a.computed + n == needed.len();
+            for (j, &t) in needed[a.computed..a.computed + n].iter().enumerate() {
+                batch.push(t, a.seq, a.computed + j, completes && j + 1 == n);
+            }
+            if completes {
+                rows.push(i);
+            }
+        }
+        (batch, fed, rows, pages)
+    }
+
+    /// Frees the pages of the most recently admitted sequence and queues it for recompute.
+    fn preempt_youngest(&mut self) -> Result<()> {
+        let i = (0..self.running.len()).max_by_key(|&i| self.running[i].admitted_at).expect("running is not empty");
+        let mut a = self.running.remove(i);
+        self.runner.cache.remove_seq(a.seq)?;
+        a.computed = 0;
+        a.preemptions += 1;
+        self.preemptions += 1;
+        self.waiting.push_front(a);
+        Ok(())
+    }
+}

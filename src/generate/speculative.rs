@@ -1,0 +1,161 @@
+//! Speculative decoding: a drafter proposes k tokens, the target scores the pending token and
+//! all k drafts in one forward pass, and a verifier keeps the longest acceptable prefix plus one
+//! token of its own. Greedy verification keeps drafts equal to the target's argmax, so the output
+//! is exactly plain greedy decoding; sampled verification accepts draft x with probability
+//! min(1, p(x)/q(x)) and otherwise samples norm(max(0, p - q)), so the output follows the
+//! target's distribution (Leviathan et al. 2023, arXiv:2211.17192). After a rejection both caches
+//! are cut back to the accepted length (exact rollback).
+
+use std::hash::{DefaultHasher, Hash, Hasher};
+use std::time::Instant;
+
+use crate::backend::Backend;
+use crate::error::Result;
+use crate::generate::adaptive::AdaptiveWindow;
+use crate::generate::decode::{GenerateOptions, Generation, prefill, uses_device_argmax};
+use crate::generate::drafter::{Draft, Drafter};
+use crate::generate::sampler::Sampler;
+use crate::kv_cache::SeqId;
+use crate::model::{Batch, Runner};
+
+pub(crate) fn hash_tokens(tokens: &[u32]) -> u64 {
+    let mut h = DefaultHasher::new();
+    tokens.hash(&mut h);
+    h.finish()
+}
+
+#[derive(Clone, Copy, Debug)]
+pub struct SpecOptions {
+    pub k: usize,
+    pub adaptive: bool,
+    pub k_max: usize,
+}
+
+/// Counts for `--json`: drafts proposed and accepted, and forward passes of each model.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub struct SpecStats {
+    pub drafted: u64,
+    pub accepted: u64,
+    /// Verification rounds (each one target forward pass).
+    pub rounds: u64,
+    pub draft_forward_passes: u64,
+}
+
+impl SpecStats {
+    pub fn acceptance_rate(&self) -> f64 {
+        self.accepted as f64 / (self.drafted.max(1)) as f64
+    }
+    /// Tokens emitted per verification round: accepted drafts plus the verifier's own token.
+    pub fn mean_accepted_len(&self) -> f64 {
+        (self.accepted + self.rounds) as f64 / self.rounds.max(1) as f64
+    }
+}
+
+/// The verifier's decision for one round: tokens to emit (accepted drafts, then its own).
+fn verify(runner: &Runner<impl Backend>, sampler: &mut Sampler, draft: &Draft, history: &mut Vec<u32>) -> (usize, u32) {
+    let k = draft.tokens.len();
+    if sampler.config().is_greedy() {
+        for i in 0..k {
+            let best = sampler.sample(runner.logits(i), history);
+            if best != draft.tokens[i] {
+                return (i, best);
+            }
+            history.push(best);
+        }
+        return (k, sampler.sample(runner.logits(k), history));
+    }
+    let mut p = Vec::new();
+    for i in 0..k {
+        sampler.distribution(runner.logits(i), history, &mut p);
+        let x = draft.tokens[i] as usize;
+        let q_x = draft.probs.as_ref().map_or(1.0, |q| q[i][x]);
+        if sampler.uniform() * q_x < p[x] {
+            history.push(x as u32);
+            continue;
+        }
+        // Rejected: sample the residual max(0, p - q), renormalized by sample_from.
+        match &draft.probs {
+            Some(q) => p.iter_mut().zip(&q[i]).for_each(|(pi, qi)| *pi = (*pi - qi).max(0.0)),
+            None => p[x] = 0.0,
+        }
+        return (i, sampler.sample_from(&p));
+    }
+    sampler.distribution(runner.logits(k), history, &mut p);
+    (k, sampler.sample_from(&p))
+}
+
+/// Like `generate`, with a drafter proposing `spec.k` tokens per target forward pass.
+pub fn generate_speculative<B: Backend>(
+    runner: &mut Runner<B>,
+    seq: SeqId,
+    prompt: &[u32],
+    sampler: &mut Sampler,
+    opts: &GenerateOptions,
+    drafter: &mut dyn Drafter,
+    spec: SpecOptions,
+    mut on_token: impl FnMut(u32) -> Result<()>,
+) -> Result<(Generation, SpecStats)> {
+    let mut out = Generation { n_prompt: prompt.len(), ..Generation::default() };
+    let mut stats = SpecStats::default();
+    let mut window = AdaptiveWindow::new(spec.k, spec.adaptive, spec.k_max);
+    let mut context: Vec<u32> = prompt.to_vec(); // every accepted token; its last is not yet in the target cache
+    let t0 = Instant::now();
+    out.cached_prompt_tokens = runner.cache.reuse_prefix(seq, prompt)?;
+    let logits = prefill(runner, seq, &prompt[out.cached_prompt_tokens..], opts.prefill_chunk)?;
+    let mut pending = vec![sampler.sample(&logits, &context)];
+    out.prefill_secs = t0.elapsed().as_secs_f64();
+    let t1 = Instant::now();
+    'outer: loop {
+        for &t in &pending {
+            out.tokens.push(t);
+            context.push(t);
+            on_token(t)?;
+            if opts.eog.contains(&t) {
+                out.stopped_at_eog = true;
+                break 'outer;
+            }
+            if out.tokens.len() >= opts.max_tokens {
+                break 'outer;
+            }
+        }
+        let start = runner.cache.seq_len(seq)?; // = context.len() - 1
+        let room = runner.context.saturating_sub(start + 1);
+        let k = if window.wants_baseline() { 0 } else { window.k().min(room).min(opts.max_tokens - out.tokens.len()) };
+        let draft = if k > 0 { drafter.propose(&context, k)? } else { Draft { tokens: Vec::new(), probs: None } };
+        let round = Instant::now();
+        let last = *context.last().expect("context holds the prompt");
+        if draft.tokens.is_empty() {
+            if start >= runner.context {
+                break;
+            }
+            let batch = Batch::sequence(seq, start, &[last], false);
+            let next = if uses_device_argmax(sampler) {
+                runner.forward_argmax(&batch)?[0]
+            } else {
+                runner.forward(&batch)?;
+                sampler.sample(runner.logits(0), &context)
+            };
+            drafter.rollback(context.len())?;
+            window.after_plain_step(round.elapsed());
+            pending = vec![next];
+            continue;
+        }
+        let mut tokens = vec![last];
+        tokens.extend_from_slice(&draft.tokens);
+        runner.forward(&Batch::sequence(seq, start, &tokens, true))?;
+        let mut history = context.clone();
+        let (accepted, own) = verify(runner, sampler, &draft, &mut history);
+        // Keep the pending token and the accepted drafts; the verifier's own token is pending next.
+        runner.cache.truncate(seq, start + 1 + accepted)?;
+        drafter.rollback(context.len() + accepted)?;
+        stats.drafted += draft.tokens.len() as u64;
+        stats.accepted += accepted as u64;
+        stats.rounds += 1;
+        window.after_round(draft.tokens.len(), accepted, accepted + 1, round.elapsed());
+        pending = draft.tokens[..accepted].to_vec();
+        pending.push(own);
+    }
+    stats.draft_forward_passes = drafter.forward_passes();
+    out.decode_secs = t1.elapsed().as_secs_f64();
+    Ok((out, stats))
+}

@@ -1,0 +1,184 @@
+//! Speculative decoding: greedy verification must reproduce plain greedy decoding exactly for
+//! every drafter and window; sampled verification must leave the output distribution equal to
+//! the target's (checked with a chi-square test on a tiny random model over many seeds).
+
+mod common;
+
+use std::sync::Arc;
+
+use common::tiny::{TinySpec, tiny_gguf};
+use ultra::Cpu;
+use ultra::generate::sampler::{Sampler, SamplerConfig};
+use ultra::generate::{
+    Drafter, GenerateOptions, LookupDrafter, ModelDrafter, NgramDrafter, SpecOptions, generate, generate_speculative,
+};
+use ultra::gguf::Gguf;
+use ultra::kv_cache::CacheLayout;
+use ultra::model::{Batch, Llama, Runner};
+
+const CONTEXT: usize = 1024;
+
+fn prompt(name: &str) -> Vec<u32> {
+    let refs = common::load_json("smollm2/greedy.json");
+    let case = refs["prompts"].as_array().unwrap().iter().find(|c| c["name"] == name).unwrap().clone();
+    case["prompt_ids"].as_array().unwrap().iter().map(|x| x.as_u64().unwrap() as u32).collect()
+}
+
+fn greedy_opts(max_tokens: usize) -> GenerateOptions {
+    GenerateOptions { max_tokens, prefill_chunk: 512, eog: vec![0, 2] }
+}
+
+struct Target {
+    backend: Arc<Cpu>,
+    model: Arc<Llama<Cpu>>,
+}
+
+impl Target {
+    fn load() -> Target {
+        let gguf = Gguf::open(&common::model_path()).unwrap();
+        let cpu = Cpu::new();
+        let model = Llama::load(&cpu, &gguf).unwrap();
+        Target { backend: Arc::new(cpu), model: Arc::new(model) }
+    }
+    fn runner(&self) -> Runner<Cpu> {
+        Runner::new(self.backend.clone(), self.model.clone(), CacheLayout::paged(16, CONTEXT / 8), CONTEXT).unwrap()
+    }
+    fn drafter(&self, mode: &str) -> Box<dyn Drafter> {
+        match mode {
+            // The target's first 10 of 30 layers and its head.
+            "self" => {
+                let r = Runner::with_depth(self.backend.clone(), self.model.clone(), CacheLayout::paged(16, CONTEXT / 16), CONTEXT, 10);
+                Box::new(ModelDrafter::new(r.unwrap(), None, 512))
+            }
+            // A separate model with the same vocabulary (here the same file: drafts are then
+            // almost always right, which exercises long acceptances).
+            "model" => Box::new(ModelDrafter::new(self.runner(), None, 512)),
+            "ngram" => Box::new(NgramDrafter::new(3)),
+            "lookup" => Box::new(LookupDrafter::new(3)),
+            _ => unreachable!(),
+        }
+    }
+}
+
+#[test]
+fn speculative_greedy_equals_plain_greedy_for_every_drafter_and_k() {
+    let target = Target::load();
+    let prompt = prompt("pub_prose_whitespace");
+    let max_tokens = 24;
+    let mut runner = target.runner();
+    let seq = runner.cache.add_seq();
+    let plain = generate(&mut runner, seq, &prompt, &mut Sampler::new(SamplerConfig::default()).unwrap(), &greedy_opts(max_tokens), |_| Ok(())).unwrap();
+    for mode in ["lookup", "ngram", "self", "model"] {
+        for k in 1..=8 {
+            let mut runner = target.runner();
+            let seq = runner.cache.add_seq();
+            let mut drafter = target.drafter(mode);
+            let spec = SpecOptions { k, adaptive: false, k_max: 8 };
+            let (out, stats) = generate_speculative(
+                &mut runner, seq, &prompt, &mut Sampler::new(SamplerConfig::default()).unwrap(), &greedy_opts(max_tokens),
+                drafter.as_mut(), spec, |_| Ok(()),
+            )
+            .unwrap();
+            assert_eq!(out.tokens, plain.tokens, "{mode} k={k}: speculative greedy differs from plain greedy ({stats:?})");
+            assert_eq!(runner.cache.seq_len(seq).unwrap(), prompt.len() + out.tokens.len() - 1, "{mode} k={k}: cache not rolled back exactly");
+        }
+    }
+}
+
+#[test]
+fn prompt_lookup_accepts_most_drafts_on_a_repetitive_prompt() {
+    let target = Target::load();
+    let prompt = prompt("pub_long_repetitive_400");
+    let mut runner = target.runner();
+    let seq = runner.cache.add_seq();
+    let mut drafter = target.drafter("lookup");
+    let spec = SpecOptions { k: 8, adaptive: true, k_max: 12 };
+    let before = runner.forward_passes;
+    let (out, stats) = generate_speculative(
+        &mut runner, seq, &prompt, &mut Sampler::new(SamplerConfig::default()).unwrap(), &greedy_opts(48), drafter.as_mut(), spec,
+        |_| Ok(()),
+    )
+    .unwrap();
+    let passes = runner.forward_passes - before;
+    eprintln!("lookup: {} tokens in {passes} target passes, acceptance {:.2}, {stats:?}", out.tokens.len(), stats.acceptance_rate());
+    assert!(stats.acceptance_rate() > 0.6, "{stats:?}");
+    assert!((passes as usize) * 2 < out.tokens.len(), "{passes} target passes for {} tokens", out.tokens.len());
+}
+
+/// Target's exact distribution of the second generated token, Σ_t1 p(t1) · p(t2 | t1), at temperature 1.
+fn second_token_distribution(runner: &mut Runner<Cpu>, prompt: &[u32], vocab: usize) -> Vec<f64> {
+    let softmax = |x: &[f32]| {
+        let m = x.iter().fold(f32::NEG_INFINITY, |a, &b| a.max(b)) as f64;
+        let e: Vec<f64> = x.iter().map(|&v| (v as f64 - m).exp()).collect();
+        let s: f64 = e.iter().sum();
+        e.into_iter().map(|v| v / s).collect::<Vec<f64>>()
+    };
+    let seq = runner.cache.add_seq();
+    runner.forward(&Batch::sequence(seq, 0, prompt, false)).unwrap();
+    let p1 = softmax(runner.logits(0));
+    let mut p2 = vec![0f64; vocab];
+    for t1 in 0..vocab {
+        runner.forward(&Batch::sequence(seq, prompt.len(), &[t1 as u32], false)).unwrap();
+        let cond = softmax(runner.logits(0));
+        p2.iter_mut().zip(cond).for_each(|(a, c)| *a += p1[t1] * c);
+        runner.cache.truncate(seq, prompt.len()).unwrap();
+    }
+    runner.cache.remove_seq(seq).unwrap();
+    p2
+}
+
+#[test]
+fn speculative_sampling_preserves_the_target_distribution() {
+    let spec_t = TinySpec { logit_scale: 3.0, ..TinySpec::default() };
+    let target = tiny_gguf(&spec_t);
+    let draft = tiny_gguf(&TinySpec { seed: 99, logit_scale: 3.0, ..TinySpec::default() });
+    let cpu = Arc::new(Cpu::new());
+    let target_model = Arc::new(Llama::load(&*cpu, &target).unwrap());
+    let draft_model = Arc::new(Llama::load(&*cpu, &draft).unwrap());
+    let layout = CacheLayout::paged(8, 32);
+    let prompt = [3u32, 1, 4, 1, 5, 9, 2, 6];
+    let mut runner = Runner::new(cpu.clone(), target_model.clone(), layout, 256).unwrap();
+    let expected = second_token_distribution(&mut runner, &prompt, spec_t.vocab);
+    for mode in ["model", "ngram"] {
+        let n = 4000;
+        let mut counts = vec![0usize; spec_t.vocab];
+        for seed in 0..n as u64 {
+            let config = SamplerConfig { temperature: 1.0, seed, ..SamplerConfig::default() };
+            let mut drafter: Box<dyn Drafter> = match mode {
+                "model" => {
+                    let r = Runner::new(cpu.clone(), draft_model.clone(), layout, 256).unwrap();
+                    let draft_sampler = SamplerConfig { seed: seed ^ 0xabcdef, ..config.clone() };
+                    Box::new(ModelDrafter::new(r, Some(Sampler::new(draft_sampler).unwrap()), 64))
+                }
+                _ => Box::new(NgramDrafter::new(2)),
+            };
+            let mut runner = Runner::new(cpu.clone(), target_model.clone(), layout, 256).unwrap();
+            let seq = runner.cache.add_seq();
+            let opts = GenerateOptions { max_tokens: 2, prefill_chunk: 64, eog: vec![] };
+            let spec = SpecOptions { k: 3, adaptive: false, k_max: 3 };
+            let (out, _) =
+                generate_speculative(&mut runner, seq, &prompt, &mut Sampler::new(config).unwrap(), &opts, drafter.as_mut(), spec, |_| Ok(()))
+                    .unwrap();
+            counts[out.tokens[1] as usize] += 1;
+        }
+        // Pearson chi-square over the tokens expected at least 5 times (others pooled).
+        let (mut chi2, mut dof, mut pooled_obs, mut pooled_exp) = (0f64, 0usize, 0f64, 0f64);
+        for (o, p) in counts.iter().zip(&expected) {
+            let e = p * n as f64;
+            if e >= 5.0 {
+                chi2 += (*o as f64 - e).powi(2) / e;
+                dof += 1;
+            } else {
+                pooled_obs += *o as f64;
+                pooled_exp += e;
+            }
+        }
+        if pooled_exp > 0.0 {
+            chi2 += (pooled_obs - pooled_exp).powi(2) / pooled_exp.max(1e-9);
+            dof += 1;
+        }
+        // 99.9th percentile of chi-square with up to 16 degrees of freedom is below 40.
+        eprintln!("{mode}: chi2 = {chi2:.1} with {} dof", dof - 1);
+        assert!(chi2 < 40.0, "{mode}: chi2 {chi2:.1} ({} dof): output distribution differs from the target's\n{counts:?}\n{expected:?}", dof - 1);
+    }
+}
