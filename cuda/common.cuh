@@ -9,6 +9,9 @@ typedef unsigned int u32;
 typedef unsigned long long u64;
 
 #define FULL_MASK 0xffffffffu
+#ifndef INFINITY
+#define INFINITY __int_as_float(0x7f800000)
+#endif
 
 // NVRTC brings no cuda_fp16.h: decode halves with the PTX conversion instruction.
 __device__ __forceinline__ float f16_to_f32(u16 h) {

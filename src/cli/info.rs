@@ -29,6 +29,10 @@ pub fn run(args: InfoArgs) -> Result<()> {
     }
     if let Some(backend) = args.backend {
         println!("backend: {backend:?}");
+        #[cfg(feature = "cuda")]
+        if backend == super::BackendName::Cuda {
+            println!("device: {}", ultra::Cuda::new(0)?.describe()?);
+        }
     }
     Ok(())
 }
