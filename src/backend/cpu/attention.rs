@@ -81,7 +81,8 @@ pub fn attention(
 ) -> Result<()> {
     let op = "attention";
     let AttnShape { n_heads, n_kv_heads, head_dim, .. } = *shape;
-    if n_heads == 0 || n_kv_heads == 0 || head_dim == 0 || n_heads % n_kv_heads != 0 || batch.block_size == 0 {
+    if n_heads == 0 || n_kv_heads == 0 || head_dim == 0 || !n_heads.is_multiple_of(n_kv_heads) || batch.block_size == 0
+    {
         return Err(invalid(format!(
             "{op}: need n_heads a multiple of n_kv_heads and nonzero sizes; got n_heads {n_heads}, \
              n_kv_heads {n_kv_heads}, head_dim {head_dim}, block_size {}",

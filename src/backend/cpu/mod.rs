@@ -4,6 +4,7 @@
 
 mod attention;
 mod buffer;
+mod dequant;
 mod elementwise;
 mod embed;
 mod matmul;

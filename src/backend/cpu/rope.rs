@@ -23,7 +23,7 @@ thread_local! {
 /// Checks the rope settings against a row of `cols` values; returns n_heads.
 pub fn check(op: &'static str, rope: &Rope, cols: usize) -> Result<usize> {
     let Rope { head_dim, n_rot, .. } = *rope;
-    if head_dim == 0 || n_rot > head_dim || n_rot % 2 != 0 || cols % head_dim != 0 {
+    if head_dim == 0 || n_rot > head_dim || !n_rot.is_multiple_of(2) || !cols.is_multiple_of(head_dim) {
         return Err(Error::InvalidArgument(format!(
             "{op}: need an even n_rot ≤ head_dim and rows of whole heads; got n_rot {n_rot}, \
              head_dim {head_dim}, row of {cols}"

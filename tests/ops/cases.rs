@@ -1,0 +1,233 @@
+//! Every op case, as data. main.rs runs each case on each compiled backend and compares it with
+//! reference.rs. Case names read like `matmul(format=Q4_1,m=33,k=4096,n=257)`.
+
+use std::fmt;
+
+use ultra::Format;
+use ultra::backend::{Rope, RopeStyle};
+
+/// One `#[test]` per family per backend.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Family {
+    Matmul,
+    Embed,
+    RmsNorm,
+    Rope,
+    RmsNormRope,
+    SiluMul,
+    AddAssign,
+    AddBias,
+    GatherRows,
+    KvWrite,
+    Attention,
+    CopySlots,
+    Argmax,
+}
+
+impl Family {
+    pub const ALL: [Family; 13] = [
+        Family::Matmul,
+        Family::Embed,
+        Family::RmsNorm,
+        Family::Rope,
+        Family::RmsNormRope,
+        Family::SiluMul,
+        Family::AddAssign,
+        Family::AddBias,
+        Family::GatherRows,
+        Family::KvWrite,
+        Family::Attention,
+        Family::CopySlots,
+        Family::Argmax,
+    ];
+}
+
+/// Attention over a paged cache: sequence s holds `seq_lens[s]` positions, the batch queries its
+/// last `new_tokens[s]` (1 = decode, all = prefill, a few = speculative verify).
+#[derive(Clone, Debug)]
+pub struct AttnCase {
+    pub seq_lens: Vec<usize>,
+    pub new_tokens: Vec<usize>,
+    pub n_heads: usize,
+    pub n_kv_heads: usize,
+    pub head_dim: usize,
+    pub block_size: usize,
+}
+
+#[derive(Clone, Debug)]
+pub enum Op {
+    Matmul { format: Format, m: usize, k: usize, n: usize },
+    Embed { format: Format, vocab: usize, d: usize, n_tokens: usize },
+    RmsNorm { rows: usize, d: usize, eps: f32 },
+    Rope { n_tokens: usize, n_heads: usize, rope: Rope },
+    RmsNormRope { n_tokens: usize, n_heads: usize, eps: f32, rope: Rope },
+    SiluMul { rows: usize, d: usize },
+    AddAssign { rows: usize, d: usize },
+    AddBias { rows: usize, d: usize },
+    GatherRows { rows: usize, d: usize, n: usize },
+    KvWrite { n_tokens: usize, n_slots: usize, kv_dim: usize },
+    Attention(AttnCase),
+    CopySlots { n_slots: usize, kv_dim: usize, src: usize, dst: usize, n: usize },
+    Argmax { rows: usize, vocab: usize },
+}
+
+impl Op {
+    pub fn family(&self) -> Family {
+        match self {
+            Op::Matmul { .. } => Family::Matmul,
+            Op::Embed { .. } => Family::Embed,
+            Op::RmsNorm { .. } => Family::RmsNorm,
+            Op::Rope { .. } => Family::Rope,
+            Op::RmsNormRope { .. } => Family::RmsNormRope,
+            Op::SiluMul { .. } => Family::SiluMul,
+            Op::AddAssign { .. } => Family::AddAssign,
+            Op::AddBias { .. } => Family::AddBias,
+            Op::GatherRows { .. } => Family::GatherRows,
+            Op::KvWrite { .. } => Family::KvWrite,
+            Op::Attention(_) => Family::Attention,
+            Op::CopySlots { .. } => Family::CopySlots,
+            Op::Argmax { .. } => Family::Argmax,
+        }
+    }
+}
+
+fn rope_params(r: &Rope) -> String {
+    format!(
+        "style={:?},head_dim={},n_rot={},theta={},freq_scale={}",
+        r.style, r.head_dim, r.n_rot, r.theta, r.freq_scale
+    )
+}
+
+impl fmt::Display for Op {
+    fn fmt(&self, f: &mut fmt::Formatter) -> fmt::Result {
+        match self {
+            Op::Matmul { format, m, k, n } => write!(f, "matmul(format={},m={m},k={k},n={n})", format.name()),
+            Op::Embed { format, vocab, d, n_tokens } => {
+                write!(f, "embed(format={},vocab={vocab},d={d},n_tokens={n_tokens})", format.name())
+            }
+            Op::RmsNorm { rows, d, eps } => write!(f, "rms_norm(rows={rows},d={d},eps={eps:e})"),
+            Op::Rope { n_tokens, n_heads, rope } => {
+                write!(f, "rope(n_tokens={n_tokens},n_heads={n_heads},{})", rope_params(rope))
+            }
+            Op::RmsNormRope { n_tokens, n_heads, eps, rope } => {
+                write!(f, "rms_norm_rope(n_tokens={n_tokens},n_heads={n_heads},eps={eps:e},{})", rope_params(rope))
+            }
+            Op::SiluMul { rows, d } => write!(f, "silu_mul(rows={rows},d={d})"),
+            Op::AddAssign { rows, d } => write!(f, "add_assign(rows={rows},d={d})"),
+            Op::AddBias { rows, d } => write!(f, "add_bias(rows={rows},d={d})"),
+            Op::GatherRows { rows, d, n } => write!(f, "gather_rows(rows={rows},d={d},n={n})"),
+            Op::KvWrite { n_tokens, n_slots, kv_dim } => {
+                write!(f, "kv_write(n_tokens={n_tokens},n_slots={n_slots},kv_dim={kv_dim})")
+            }
+            Op::Attention(a) => write!(
+                f,
+                "attention(seq_lens={:?},new_tokens={:?},n_heads={},n_kv_heads={},head_dim={},block_size={})",
+                a.seq_lens, a.new_tokens, a.n_heads, a.n_kv_heads, a.head_dim, a.block_size
+            ),
+            Op::CopySlots { n_slots, kv_dim, src, dst, n } => {
+                write!(f, "copy_slots(n_slots={n_slots},kv_dim={kv_dim},src={src},dst={dst},n={n})")
+            }
+            Op::Argmax { rows, vocab } => write!(f, "argmax(rows={rows},vocab={vocab},ties)"),
+        }
+    }
+}
+
+#[derive(Clone, Copy, Debug)]
+pub enum Tolerance {
+    /// Bit-identical (copies, indices).
+    Exact,
+    /// Σ(actual - expected)² / Σ expected² ≤ this (reductions).
+    Nmse(f64),
+    /// |actual - expected| ≤ abs + rel · |expected| everywhere (elementwise).
+    RelAbs { rel: f64, abs: f64 },
+}
+
+pub struct Case {
+    pub op: Op,
+    pub tolerance: Tolerance,
+    /// Why this tolerance, in one line.
+    pub why: &'static str,
+}
+
+fn case(op: Op, tolerance: Tolerance, why: &'static str) -> Case {
+    Case { op, tolerance, why }
+}
+
+fn rope(style: RopeStyle, head_dim: usize, n_rot: usize, theta: f32, freq_scale: f32) -> Rope {
+    Rope { head_dim, n_rot, theta, freq_scale, style }
+}
+
+pub fn all() -> Vec<Case> {
+    let mut cases = Vec::new();
+    // matmul: m = 1 is decode; 3, 7, 33 are odd batch sizes; k = 96 and 576 are multiples of 32
+    // that are not powers of two; n = 257 is one past a tile multiple; (64, 576, 1536) is SmolLM2.
+    const SUM_WHY: &str = "the oracle sees the same dequantized weights; only f32 accumulation differs";
+    for format in Format::ALL {
+        for (m, k, n) in [(1, 32, 1), (3, 96, 7), (7, 576, 33), (33, 4096, 257), (64, 576, 1536)] {
+            cases.push(case(Op::Matmul { format, m, k, n }, Tolerance::Nmse(1e-7), SUM_WHY));
+        }
+    }
+    for (m, k, n) in [(5, 17, 3), (2, 100, 9), (1, 1, 1)] {
+        cases.push(case(Op::Matmul { format: Format::F32, m, k, n }, Tolerance::Nmse(1e-7), SUM_WHY));
+    }
+    for format in Format::ALL {
+        let d = if format.is_quantized() { 96 } else { 33 };
+        cases.push(case(
+            Op::Embed { format, vocab: 257, d, n_tokens: 7 },
+            Tolerance::Exact,
+            "a copy of dequantize_row",
+        ));
+    }
+    for (rows, d, eps) in [(1, 8, 1e-6), (3, 257, 1e-5), (7, 576, 1e-5), (33, 4096, 1e-6)] {
+        let why = "f32 products after one sum of squares; an off-by-one in d shows at 1e-8";
+        cases.push(case(Op::RmsNorm { rows, d, eps }, Tolerance::Nmse(1e-9), why));
+    }
+    let why_rope = "f32 angles (iterated theta, cosf/sinf) vs exact f64: ~1 ulp of angles up to 5000 rad";
+    for style in [RopeStyle::Normal, RopeStyle::Neox] {
+        for (n_tokens, n_heads, r) in [
+            (1, 1, rope(style, 64, 64, 10000.0, 1.0)),
+            (7, 9, rope(style, 64, 64, 10000.0, 1.0)),
+            (3, 3, rope(style, 64, 32, 1e6, 0.25)),
+            (33, 2, rope(style, 128, 96, 500000.0, 1.0)),
+        ] {
+            cases.push(case(Op::Rope { n_tokens, n_heads, rope: r }, Tolerance::Nmse(1e-8), why_rope));
+            let op = Op::RmsNormRope { n_tokens, n_heads, eps: 1e-6, rope: r };
+            cases.push(case(op, Tolerance::Nmse(1e-8), why_rope));
+        }
+    }
+    let why_silu = "one expf and two roundings per element";
+    for (rows, d) in [(1, 1), (7, 257), (33, 1536)] {
+        cases.push(case(Op::SiluMul { rows, d }, Tolerance::RelAbs { rel: 1e-6, abs: 1e-6 }, why_silu));
+        let why = "one correctly rounded f32 add";
+        cases.push(case(Op::AddAssign { rows, d }, Tolerance::RelAbs { rel: 1.2e-7, abs: 1e-30 }, why));
+        cases.push(case(Op::AddBias { rows, d }, Tolerance::RelAbs { rel: 1.2e-7, abs: 1e-30 }, why));
+        cases.push(case(Op::GatherRows { rows, d, n: rows + 2 }, Tolerance::Exact, "a copy"));
+        cases.push(case(Op::Argmax { rows, vocab: d }, Tolerance::Exact, "an index"));
+    }
+    cases.push(case(Op::Argmax { rows: 3, vocab: 49152 }, Tolerance::Exact, "an index"));
+    for (n_tokens, n_slots, kv_dim) in [(1, 1, 64), (7, 48, 192), (33, 100, 96)] {
+        cases.push(case(Op::KvWrite { n_tokens, n_slots, kv_dim }, Tolerance::Exact, "a copy"));
+    }
+    for (n_slots, kv_dim, src, dst, n) in [(4, 64, 0, 3, 1), (64, 192, 16, 40, 16), (50, 96, 3, 10, 20)] {
+        cases.push(case(Op::CopySlots { n_slots, kv_dim, src, dst, n }, Tolerance::Exact, "a copy (may overlap)"));
+    }
+    let why_attn = "f32 dots, expf and online-softmax rescaling against a two-pass f64 softmax";
+    let attn = |seq_lens: &[usize], new_tokens: &[usize], heads: (usize, usize), head_dim, block_size| {
+        let a = AttnCase {
+            seq_lens: seq_lens.to_vec(),
+            new_tokens: new_tokens.to_vec(),
+            n_heads: heads.0,
+            n_kv_heads: heads.1,
+            head_dim,
+            block_size,
+        };
+        case(Op::Attention(a), Tolerance::Nmse(1e-9), why_attn)
+    };
+    cases.push(attn(&[1], &[1], (9, 3), 64, 16)); // first decode step
+    cases.push(attn(&[1, 17, 40], &[1, 1, 1], (9, 3), 64, 16)); // decode batch, GQA
+    cases.push(attn(&[33, 7], &[33, 7], (9, 3), 64, 16)); // prefill of two prompts
+    cases.push(attn(&[20, 45, 5], &[5, 4, 3], (4, 1), 32, 16)); // speculative verify, MQA
+    cases.push(attn(&[300, 9], &[2, 9], (2, 2), 128, 7)); // MHA, block size not a power of two
+    cases.push(attn(&[13], &[13], (6, 2), 64, 1)); // one slot per block
+    cases
+}
