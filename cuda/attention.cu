@@ -3,7 +3,8 @@
 // Layout     q, dst: [n_tokens, n_heads · head_dim] f32; cache_k, cache_v: [n_slots, n_kv_heads · head_dim];
 //            partial: [n_tokens · n_heads][n_splits][2 + head_dim] = (max, sum, unnormalized output)
 // Launch     attention: grid (n_tokens · n_heads, n_splits), 4 warps; split s takes keys j ≡ s (mod n_splits),
-//            each warp every 4th of those (flash-decoding); attention_combine: one block per (token, head)
+//            each warp every 4th of those (flash-decoding); attention_combine: one block per (token, head);
+//            indices outside the block table or the cache are skipped, never read
 // Numerics   f32 online softmax per warp (running max, rescaled sums), merged by max-rescaling; head_dim ≤ 256
 
 #define MAX_DIMS_PER_LANE 8
@@ -12,14 +13,15 @@
 extern "C" __global__ void __launch_bounds__(128)
     attention(const float* q, const float* cache_k, const float* cache_v, const u32* seq, const u32* pos,
               const u32* block_table, float* dst, float* partial, u32 n_heads, u32 n_kv_heads, u32 head_dim,
-              float scale, u32 block_size, u32 max_blocks, u32 n_splits) {
+              float scale, u32 block_size, u32 max_blocks, u32 n_splits, u32 n_seqs, u32 n_slots) {
     __shared__ float s_max[ATT_WARPS], s_sum[ATT_WARPS];
     __shared__ float s_acc[ATT_WARPS][256];
     const u32 th = blockIdx.x, t = th / n_heads, h = th % n_heads, split = blockIdx.y;
     const u32 kv_head = h / (n_heads / n_kv_heads), kv_dim = n_kv_heads * head_dim;
     const u32 lane = threadIdx.x & 31, warp = threadIdx.x >> 5;
-    const u32* table = block_table + (u64)seq[t] * max_blocks;
-    const u32 last = pos[t];
+    const u32 sq = seq[t];
+    const u32* table = block_table + (u64)(sq < n_seqs ? sq : 0) * max_blocks;
+    const u32 last = sq < n_seqs ? pos[t] : 0xffffffffu;  // a bad seq attends to nothing (zeros)
     const float* qh = q + (u64)th * head_dim;
     float qr[MAX_DIMS_PER_LANE], acc[MAX_DIMS_PER_LANE];
 #pragma unroll
@@ -29,9 +31,10 @@ extern "C" __global__ void __launch_bounds__(128)
         acc[i] = 0.0f;
     }
     float run_max = -1e30f, run_sum = 0.0f;  // finite start: empty splits merge without NaN
-    for (u32 j = split + n_splits * warp; j <= last; j += n_splits * ATT_WARPS) {
+    for (u32 j = split + n_splits * warp; j <= last && last != 0xffffffffu; j += n_splits * ATT_WARPS) {
         if (j / block_size >= max_blocks) break;
         const u64 slot = (u64)table[j / block_size] * block_size + j % block_size;
+        if (slot >= n_slots) break;  // a block outside the cache: skipped, never read
         const float* kr = cache_k + slot * kv_dim + (u64)kv_head * head_dim;
         const float* vr = cache_v + slot * kv_dim + (u64)kv_head * head_dim;
         float dot = 0.0f;

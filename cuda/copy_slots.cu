@@ -1,5 +1,5 @@
 // copy_slots  cache[dst + i, :] = cache[src + i, :] for i < n, for K and V   (copy-on-write of a shared page)
-// Layout      cache_k, cache_v: [n_slots, kv_dim] f32; the host checks both ranges fit and do not overlap
+// Layout      cache_k, cache_v: [n_slots, kv_dim] f32; the host checks both ranges fit, and splits overlapping ones
 // Launch      one thread per copied element (n · kv_dim), 256-thread blocks
 // Numerics    a copy
 

@@ -1,6 +1,7 @@
 //! KV cache writes and paged attention on CUDA: `cuda/{kv_write,attention,copy_slots}.cu`.
-//! Attention splits each (token, head)'s keys over blocks (flash-decoding) when there are too
-//! few (token, head) pairs to fill the GPU, then merges the splits with `attention_combine`.
+//! Attention splits each (token, head)'s keys over N_SPLITS blocks (flash-decoding), then merges
+//! the splits with `attention_combine`. The split count is a constant so that a token's result
+//! does not depend on the batch or the block layout (batch invariance, bit for bit).
 
 use cudarc::driver::{LaunchConfig, PushKernelArg};
 
@@ -9,9 +10,8 @@ use super::source::Module;
 use crate::backend::{AttnBatch, AttnShape, DType, KvLayer, Tensor, expect_shape};
 use crate::error::{Error, Result};
 
-/// Blocks wanted in flight (2 per SM on an H200) when choosing the number of key splits.
-const TARGET_BLOCKS: usize = 264;
-const MAX_SPLITS: usize = 32;
+/// Key splits per (token, head): split s takes keys j ≡ s (mod N_SPLITS).
+const N_SPLITS: usize = 16;
 
 pub fn kv_write(cuda: &Cuda, k: &Tensor<Cuda>, v: &Tensor<Cuda>, slot: &Tensor<Cuda>, cache: &mut KvLayer<Cuda>) -> Result<()> {
     let kv_dim = cache.k.cols;
@@ -58,8 +58,7 @@ pub fn attention(
     if pairs == 0 {
         return Ok(());
     }
-    let capacity = batch.block_table.cols * batch.block_size;
-    let n_splits = TARGET_BLOCKS.div_ceil(pairs).min(MAX_SPLITS).min(capacity.div_ceil(16)).max(1);
+    let n_splits = N_SPLITS;
     let partial_bytes = if n_splits > 1 { pairs * n_splits * (2 + head_dim) * 4 } else { 0 };
     let mut scratch = cuda.scratch(&cuda.attn_scratch, partial_bytes)?;
     let partial = scratch.as_mut().expect("scratch allocated");
@@ -71,10 +70,11 @@ pub fn attention(
     let mut l = cuda.stream.launch_builder(&f);
     l.arg(&q.buf).arg(&cache.k.buf).arg(&cache.v.buf).arg(&batch.seq.buf).arg(&batch.pos.buf);
     l.arg(&batch.block_table.buf).arg(&mut dst.buf).arg(&mut *partial);
-    l.arg(&nh).arg(&nkv).arg(&hd).arg(&scale).arg(&bs).arg(&mb).arg(&ns);
+    let (n_seqs, n_slots) = (u(batch.block_table.rows), u(cache.k.rows));
+    l.arg(&nh).arg(&nkv).arg(&hd).arg(&scale).arg(&bs).arg(&mb).arg(&ns).arg(&n_seqs).arg(&n_slots);
     // SAFETY: arguments match cuda/attention.cu; q, dst hold n_tokens · n_heads · head_dim floats,
     // seq/pos n_tokens u32, block_table n_seqs · max_blocks u32 (the model fills it with valid
-    // blocks for every position ≤ pos), partial pairs · n_splits · (2 + head_dim) floats.
+    // blocks; the kernel skips seq ≥ n_seqs and slots ≥ n_slots), partial pairs · n_splits · (2 + head_dim) floats.
     unsafe { l.launch(cfg) }.map_err(driver)?;
     if n_splits > 1 {
         let f = cuda.function(Module::Attention, "attention_combine")?;
@@ -89,18 +89,26 @@ pub fn attention(
 
 pub fn copy_slots(cuda: &Cuda, cache: &mut KvLayer<Cuda>, src: usize, dst: usize, n: usize) -> Result<()> {
     let (n_slots, kv_dim) = (cache.k.rows, cache.k.cols);
-    if src + n > n_slots || dst + n > n_slots || (src < dst + n && dst < src + n && src != dst) {
+    let fits = |start: usize| start.checked_add(n).is_some_and(|end| end <= n_slots);
+    if !fits(src) || !fits(dst) {
         return Err(Error::InvalidArgument(format!("copy_slots: [{src}, +{n}) → [{dst}, +{n}) in {n_slots} slots")));
     }
     if n == 0 || src == dst {
         return Ok(());
     }
+    // Overlapping ranges copy as memmove: pieces of at most |dst - src| slots (never overlapping
+    // themselves), in the order that reads every slot before it is overwritten; the stream orders them.
+    let piece = n.min(src.abs_diff(dst));
+    let starts: Vec<usize> = (0..n).step_by(piece).collect();
     let f = cuda.function(Module::CopySlots, "copy_slots")?;
-    let (s, d, len) = ((src * kv_dim) as u64, (dst * kv_dim) as u64, (n * kv_dim) as u64);
-    let mut l = cuda.stream.launch_builder(&f);
-    l.arg(&mut cache.k.buf).arg(&mut cache.v.buf).arg(&s).arg(&d).arg(&len);
-    // SAFETY: arguments match cuda/copy_slots.cu; both ranges lie inside n_slots · kv_dim floats
-    // and do not overlap (checked above).
-    unsafe { l.launch(grid_1d(len, 256)?) }.map_err(driver)?;
+    for &i in if dst > src { Box::new(starts.iter().rev()) as Box<dyn Iterator<Item = _>> } else { Box::new(starts.iter()) } {
+        let len = piece.min(n - i);
+        let (s, d, count) = (((src + i) * kv_dim) as u64, ((dst + i) * kv_dim) as u64, (len * kv_dim) as u64);
+        let mut l = cuda.stream.launch_builder(&f);
+        l.arg(&mut cache.k.buf).arg(&mut cache.v.buf).arg(&s).arg(&d).arg(&count);
+        // SAFETY: arguments match cuda/copy_slots.cu; both ranges lie inside n_slots · kv_dim
+        // floats (checked above) and one piece's source and destination do not overlap.
+        unsafe { l.launch(grid_1d(count, 256)?) }.map_err(driver)?;
+    }
     Ok(())
 }

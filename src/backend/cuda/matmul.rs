@@ -7,8 +7,8 @@ use cudarc::driver::{LaunchConfig, PushKernelArg};
 
 use super::context::{Cuda, driver, grid_1d};
 use super::source::Module;
-use crate::backend::{Tensor, Weight, expect_shape};
-use crate::error::Result;
+use crate::backend::{DType, Tensor, Weight, expect_shape};
+use crate::error::{Error, Result};
 
 /// Largest m served by the GEMV kernels.
 const VEC_MAX_M: usize = 8;
@@ -18,6 +18,9 @@ pub fn matmul(cuda: &Cuda, x: &Tensor<Cuda>, w: &Weight<Cuda>, dst: &mut Tensor<
     let (m, n, k) = (x.rows, w.rows, w.cols);
     expect_shape("matmul", x, m, k)?;
     expect_shape("matmul", dst, m, n)?;
+    if x.dtype != DType::F32 || dst.dtype != DType::F32 {
+        return Err(Error::InvalidArgument("matmul: x and dst must be f32".into()));
+    }
     if m == 0 || n == 0 {
         return Ok(());
     }
