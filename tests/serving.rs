@@ -99,8 +99,8 @@ fn a_shared_prefix_is_not_recomputed_and_changes_nothing() {
 fn a_preempted_sequence_continues_exactly_as_if_it_had_never_been() {
     let prompts = prompts();
     let expected = solo(&prompts);
-    // 48 pages of 16 = 768 slots: the four prompts (672 tokens) plus their growth cannot all fit.
-    let mut runner = runner(CacheLayout::paged(16, 48));
+    // The four prompts with their 12 new tokens need 3 + 3 + 27 + 3 pages of 16; the pool has 32.
+    let mut runner = runner(CacheLayout::paged(16, 32));
     let (done, _, preemptions) = batched(&mut runner, &prompts, SchedulerOptions { max_seqs: 4, max_batch_tokens: 512 });
     assert!(preemptions > 0, "the pool was meant to run out");
     for (c, want) in done.iter().zip(&expected) {

@@ -17,7 +17,7 @@ use ultra::generate::{
 use ultra::gguf::Gguf;
 use ultra::kv_cache::{CacheLayout, KvCache};
 use ultra::model::{Config, Llama, Runner};
-use ultra::tokenizer::{ChatMessage, StreamDecoder, Tokenizer};
+use ultra::tokenizer::{ChatMessage, Tokenizer};
 
 pub fn run(args: GenerateArgs) -> Result<()> {
     let gguf = args.model.open()?;
@@ -97,11 +97,11 @@ fn run_on<B: Backend>(backend: B, gguf: &Gguf, args: &GenerateArgs) -> Result<()
     let mut sampler = Sampler::new(sampler_config(args))?;
     let opts = GenerateOptions { max_tokens: args.max_tokens, prefill_chunk: args.batch, eog: tokenizer.eog_ids().to_vec() };
     let seq = runner.cache.add_seq();
-    let mut stream = StreamDecoder::new();
+    let mut stream = tokenizer.stream_decoder();
     let mut stdout = std::io::stdout().lock();
     let mut print = |id: u32| -> ultra::Result<()> {
         if !args.json && !opts.eog.contains(&id) {
-            stdout.write_all(stream.push(&tokenizer, id).as_bytes())?;
+            stdout.write_all(stream.push(id).as_bytes())?;
             stdout.flush()?;
         }
         Ok(())

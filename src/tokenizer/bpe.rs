@@ -51,41 +51,47 @@ impl Merges {
     /// Merges `word` (one token id per initial symbol) in place.
     pub fn apply(&self, word: &mut Vec<u32>) {
         let n = word.len();
-        if n < 2 {
+        // Positions are packed into 32 bits below; a single 4 GiB word stays as bytes.
+        if n < 2 || n > u32::MAX as usize {
             return;
         }
         // A doubly linked list over positions; `n` / `usize::MAX` mean "none".
         let mut next: Vec<usize> = (1..=n).collect();
         let mut prev: Vec<usize> = (0..n).map(|i| i.wrapping_sub(1)).collect();
         let mut alive = vec![true; n];
-        // Min-heap on (rank, left position): the lowest rank first, the leftmost on a tie, which
-        // is llama.cpp's `llm_bigram_bpe::comparator`. The ids make stale entries detectable.
-        let mut queue = BinaryHeap::new();
-        let push = |queue: &mut BinaryHeap<_>, word: &[u32], left: usize, right: usize| {
-            if let Some(&(rank, merged)) = self.ranks.get(&(word[left], word[right])) {
-                queue.push(Reverse((rank, left, right, word[left], word[right], merged)));
-            }
-        };
-        for i in 0..n - 1 {
-            push(&mut queue, word, i, i + 1);
-        }
-        while let Some(Reverse((_, left, right, left_id, right_id, merged))) = queue.pop() {
-            // Skip a bigram that an earlier merge changed (llama.cpp compares the text instead).
-            if !alive[left] || !alive[right] || next[left] != right || word[left] != left_id || word[right] != right_id
-            {
+        // Min-heap on (rank, left position), packed in a u64: the lowest rank first, the leftmost
+        // on a tie, which is llama.cpp's `llm_bigram_bpe::comparator`. Entries go stale when a
+        // neighbour merges; a popped entry is valid only if the pair now at that position still
+        // has that rank. Every live pair has an entry, so a valid top is the true minimum.
+        let key = |rank: u32, left: usize| Reverse((u64::from(rank) << 32) | left as u64);
+        let rank_of = |word: &[u32], left: usize, right: usize| self.ranks.get(&(word[left], word[right])).copied();
+        let mut queue: BinaryHeap<_> =
+            (0..n - 1).filter_map(|i| rank_of(word, i, i + 1).map(|(rank, _)| key(rank, i))).collect();
+        while let Some(Reverse(packed)) = queue.pop() {
+            let (rank, left) = ((packed >> 32) as u32, (packed & u64::from(u32::MAX)) as usize);
+            let right = next[left];
+            if !alive[left] || right >= n {
                 continue;
             }
+            let merged = match rank_of(word, left, right) {
+                Some((current, merged)) if current == rank => merged,
+                _ => continue,
+            };
             word[left] = merged;
             alive[right] = false;
             next[left] = next[right];
             if next[right] < n {
                 prev[next[right]] = left;
             }
-            if prev[left] < n {
-                push(&mut queue, word, prev[left], left);
+            if prev[left] < n
+                && let Some((rank, _)) = rank_of(word, prev[left], left)
+            {
+                queue.push(key(rank, prev[left]));
             }
-            if next[left] < n {
-                push(&mut queue, word, left, next[left]);
+            if next[left] < n
+                && let Some((rank, _)) = rank_of(word, left, next[left])
+            {
+                queue.push(key(rank, left));
             }
         }
         let mut i = 0;

@@ -146,8 +146,9 @@ impl Tokenizer {
 
     /// Text → ids, nothing added (llama.cpp `llama_tokenize` with `add_special = false`). With
     /// `parse_special`, control tokens written in the text (`<|im_start|>`) become their ids;
-    /// without it they are tokenized as plain text. Never panics; errors only if the regex engine
-    /// gives up (its backtrack limit), which the built-in patterns do not reach.
+    /// without it they are tokenized as plain text. Never panics on any text; the `Result` is for
+    /// a regex engine failure, which the built-in (look-around free, linear-time) patterns cannot
+    /// produce.
     pub fn encode(&self, text: &str, parse_special: bool) -> Result<Vec<u32>> {
         let mut out = Vec::with_capacity(text.len() / 3 + 1);
         let mut word = Vec::new();

@@ -7,18 +7,25 @@
 //! A regex only sees its own fragment: look-ahead stops at the fragment's end. This matters for
 //! `\s+(?!\S)`: in smollm, digits are cut out first, so in `"a  1"` the run `"  "` ends its
 //! fragment and stays whole, instead of giving its last space to the next word.
+//!
+//! No pattern here uses look-around, so fancy-regex hands them all to its linear-time engine.
+//! A backtracking `\s+(?!\S)` runs out of stack on a long run of spaces (about a million), and
+//! tokenizing must not fail on any text. Instead, capture group 1 marks a whitespace run that
+//! follows the `\s+(?!\S)|\s+` rule, applied in `split_one`: a run followed by more text in the
+//! fragment gives its last character back. (The run is maximal, so what follows is not space.)
 
 use fancy_regex::Regex;
 
 use crate::error::{Error, Result};
 
-/// GPT-2's pattern. llama.cpp lists it without the final `|\s+`, but its hand-written GPT-2
-/// splitter (`unicode_regex_split_custom_gpt2`) does fall back to `\s+`, as GPT-2 itself does;
-/// without it a lone `\n` before a word would match nothing.
-const GPT2: &str = r"'s|'t|'re|'ve|'m|'ll|'d| ?\p{L}+| ?\p{N}+| ?[^\s\p{L}\p{N}]+|\s+(?!\S)|\s+";
+/// GPT-2's pattern, ending in `\s+(?!\S)|\s+` written as `(\s+)`. llama.cpp lists it without the
+/// final `|\s+`, but its hand-written GPT-2 splitter (`unicode_regex_split_custom_gpt2`) does fall
+/// back to `\s+`, as GPT-2 itself does; without it a lone `\n` before a word would match nothing.
+const GPT2: &str = r"'s|'t|'re|'ve|'m|'ll|'d| ?\p{L}+| ?\p{N}+| ?[^\s\p{L}\p{N}]+|(\s+)";
 
-/// Llama 3's pattern as llama.cpp adapts it (case-insensitive contractions spelled out).
-const LLAMA3: &str = r"(?:'[sS]|'[tT]|'[rR][eE]|'[vV][eE]|'[mM]|'[lL][lL]|'[dD])|[^\r\n\p{L}\p{N}]?\p{L}+|\p{N}{1,3}| ?[^\s\p{L}\p{N}]+[\r\n]*|\s*[\r\n]+|\s+(?!\S)|\s+";
+/// Llama 3's pattern as llama.cpp adapts it (case-insensitive contractions spelled out), with the
+/// same `(\s+)` ending.
+const LLAMA3: &str = r"(?:'[sS]|'[tT]|'[rR][eE]|'[vV][eE]|'[mM]|'[lL][lL]|'[dD])|[^\r\n\p{L}\p{N}]?\p{L}+|\p{N}{1,3}| ?[^\s\p{L}\p{N}]+[\r\n]*|\s*[\r\n]+|(\s+)";
 
 /// One row of the table: the `tokenizer.ggml.pre` names it answers to, and how it splits.
 struct Entry {
@@ -108,17 +115,36 @@ impl PreTokenizer {
 
 /// Pushes `fragment`'s matches and the gaps between them, in order.
 fn split_one<'t>(regex: &Regex, fragment: &'t str, out: &mut Vec<&'t str>) -> Result<()> {
-    let mut last = 0;
-    for found in regex.find_iter(fragment) {
-        // fancy-regex fails only on its backtrack limit; report it rather than cut text silently.
-        let found = found.map_err(|e| Error::Tokenizer(format!("pre-tokenizer: {e}")))?;
-        if found.start() > last {
-            out.push(&fragment[last..found.start()]);
+    let (mut last, mut pos) = (0, 0);
+    while pos < fragment.len() {
+        // The engine is linear-time here (see the module doc), so this error cannot happen in
+        // practice; report it rather than cut text silently.
+        let error = |e: fancy_regex::Error| Error::Tokenizer(format!("pre-tokenizer: {e}"));
+        let Some(whole) = regex.find_from_pos(fragment, pos).map_err(error)? else { break };
+        let mut end = whole.end();
+        // `\s+(?!\S)`: a run of two or more whitespace characters followed by a word leaves its
+        // last character to that word. Only an all-space match can be that run (group 1), so the
+        // slower capture search runs for those alone. Rust's `is_whitespace` is the regex's `\s`.
+        let run = whole.as_str();
+        if end < fragment.len()
+            && run.chars().nth(1).is_some()
+            && run.chars().all(char::is_whitespace)
+            && let Some(c) = run.chars().next_back()
+            && regex.captures_from_pos(fragment, pos).map_err(error)?.is_some_and(|caps| caps.get(1).is_some())
+        {
+            end -= c.len_utf8();
         }
-        if found.end() > found.start() {
-            out.push(found.as_str());
+        if whole.start() > last {
+            out.push(&fragment[last..whole.start()]);
         }
-        last = found.end();
+        if end > whole.start() {
+            out.push(&fragment[whole.start()..end]);
+            pos = end;
+        } else {
+            // An empty match (no built-in pattern has one): step over one character.
+            pos = end + fragment[end..].chars().next().map_or(1, char::len_utf8);
+        }
+        last = end;
     }
     if last < fragment.len() {
         out.push(&fragment[last..]);
@@ -163,7 +189,9 @@ mod tests {
     fn contractions_and_punctuation() {
         assert_eq!(split("gpt-2", "don't we've"), ["don", "'t", " we", "'ve"]);
         assert_eq!(split("gpt-2", "I'M"), ["I", "'", "M"]);
-        assert_eq!(split("gpt-2", "''s"), ["'", "'s"]);
+        // The punctuation run takes both quotes, as llama.cpp's splitter does.
+        assert_eq!(split("gpt-2", "''s"), ["''", "s"]);
+        assert_eq!(split("gpt-2", "x'sy"), ["x", "'s", "y"]);
         assert_eq!(split("gpt-2", "hi!!! ?"), ["hi", "!!!", " ?"]);
     }
 
@@ -173,6 +201,19 @@ mod tests {
         assert_eq!(split("gpt-2", " 日本語です。"), [" 日本語です", "。"]);
         assert_eq!(split("gpt-2", "a 😀🚀 b"), ["a", " 😀🚀", " b"]);
         assert_eq!(split("gpt-2", ""), Vec::<String>::new());
+    }
+
+    #[test]
+    fn every_table_entry_compiles_and_keeps_every_byte() {
+        let text = "Hello  world's 12345 +x\n\n\t é日本 😀!? ";
+        for name in TABLE.iter().flat_map(|e| e.names.iter()) {
+            split(name, text);
+        }
+        // Each regex runs on the previous one's fragments: punctuation, GPT-2, numbers, triples.
+        assert_eq!(split("default", "a+b 1234"), ["a", "+", "b", " ", "123", "4"]);
+        // Llama 3: numbers in groups of up to three, a space never joins a number.
+        assert_eq!(split("llama3", "Hello world 12345"), ["Hello", " world", " ", "123", "45"]);
+        assert_eq!(split("llama3", "x\n\n  y"), ["x", "\n\n", " ", " y"]);
     }
 
     #[test]

@@ -28,7 +28,7 @@ pub fn load_json(rel: &str) -> serde_json::Value {
 
 /// Bytes from a hex string (`"e29c93"`).
 pub fn hex(text: &str) -> Vec<u8> {
-    assert!(text.len() % 2 == 0, "odd-length hex {text:?}");
+    assert!(text.len().is_multiple_of(2), "odd-length hex {text:?}");
     (0..text.len()).step_by(2).map(|i| u8::from_str_radix(&text[i..i + 2], 16).expect("hex digit")).collect()
 }
 
