@@ -57,7 +57,7 @@ macro_rules! op_suite {
 
 op_suite!(cpu => Some(ultra::Cpu::new()));
 #[cfg(feature = "cuda")]
-op_suite!(cuda => harness::or_skip("CUDA", "ULTRA_REQUIRE_CUDA", ultra::Cuda::new(0)));
+op_suite!(cuda => crate::harness::or_skip("CUDA", "ULTRA_REQUIRE_CUDA", ultra::Cuda::new(0)));
 
 /// Every family has cases (a new family without rows fails here, not silently).
 #[test]
