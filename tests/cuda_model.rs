@@ -110,10 +110,15 @@ fn teacher_forced_logits_match_the_cpu_and_llama_cpp() {
             }
             let nmse = err / norm.max(1e-30);
             (worst_nmse, worst_abs) = (worst_nmse.max(nmse), worst_abs.max(max_abs));
-            assert!(nmse < NMSE_TOL && max_abs < MAX_ABS_TOL, "{name} step {s}: NMSE {nmse:.2e}, max |Δ| {max_abs:.3} vs the CPU");
+            assert!(
+                nmse < NMSE_TOL && max_abs < MAX_ABS_TOL,
+                "{name} step {s}: NMSE {nmse:.2e}, max |Δ| {max_abs:.3} vs the CPU"
+            );
         }
         for step in [0usize, 8] {
-            let Some(top10) = case[format!("top10_step{step}")].as_array().filter(|_| step < got.len()) else { continue };
+            let Some(top10) = case[format!("top10_step{step}")].as_array().filter(|_| step < got.len()) else {
+                continue;
+            };
             let lse = chosen[step] - logprobs[step];
             for pair in top10 {
                 let (id, logit) = (pair[0].as_u64().unwrap() as usize, pair[1].as_f64().unwrap());
@@ -123,7 +128,9 @@ fn teacher_forced_logits_match_the_cpu_and_llama_cpp() {
             }
         }
     }
-    eprintln!("cuda vs cpu: worst NMSE {worst_nmse:.2e}, worst max|Δ| {worst_abs:.4}; vs llama.cpp top-10 log-probs {worst_llama:.4}");
+    eprintln!(
+        "cuda vs cpu: worst NMSE {worst_nmse:.2e}, worst max|Δ| {worst_abs:.4}; vs llama.cpp top-10 log-probs {worst_llama:.4}"
+    );
 }
 
 #[test]
@@ -132,10 +139,17 @@ fn greedy_ids_match_the_cpu_and_llama_cpp_until_a_near_tie() {
     let (mut cpu, mut gpu) = (runner(Cpu::new(), 1024), runner(gpu, 1024));
     for case in prompts() {
         let name = case["name"].as_str().unwrap();
-        let (prompt, expected, gaps) = (ids(&case["prompt_ids"]), ids(&case["generated_ids"]), floats(&case["top2_gap"]));
+        let (prompt, expected, gaps) =
+            (ids(&case["prompt_ids"]), ids(&case["generated_ids"]), floats(&case["top2_gap"]));
         let got = greedy(&mut gpu, &prompt, expected.len());
         if let Some(s) = got.iter().zip(&expected).position(|(a, b)| a != b) {
-            assert!(gaps[s] < NEAR_TIE, "{name}: step {s} chose {} where llama.cpp chose {} (gap {})", got[s], expected[s], gaps[s]);
+            assert!(
+                gaps[s] < NEAR_TIE,
+                "{name}: step {s} chose {} where llama.cpp chose {} (gap {})",
+                got[s],
+                expected[s],
+                gaps[s]
+            );
         }
         let want = greedy(&mut cpu, &prompt, expected.len());
         match got.iter().zip(&want).position(|(a, b)| a != b) {
@@ -143,7 +157,12 @@ fn greedy_ids_match_the_cpu_and_llama_cpp_until_a_near_tie() {
             Some(s) => {
                 let rows = teacher_forced(&mut cpu, &prompt, &want[..=s]);
                 let gap = top2_gap(&rows[s]);
-                assert!(gap < NEAR_TIE, "{name}: step {s} chose {} where the CPU chose {} (CPU gap {gap:.3})", got[s], want[s]);
+                assert!(
+                    gap < NEAR_TIE,
+                    "{name}: step {s} chose {} where the CPU chose {} (CPU gap {gap:.3})",
+                    got[s],
+                    want[s]
+                );
                 eprintln!("{name}: first divergence from the CPU at step {s} (CPU gap {gap:.3})");
             }
         }

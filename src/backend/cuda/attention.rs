@@ -13,7 +13,13 @@ use crate::error::{Error, Result};
 /// Key splits per (token, head): split s takes keys j ≡ s (mod N_SPLITS).
 const N_SPLITS: usize = 16;
 
-pub fn kv_write(cuda: &Cuda, k: &Tensor<Cuda>, v: &Tensor<Cuda>, slot: &Tensor<Cuda>, cache: &mut KvLayer<Cuda>) -> Result<()> {
+pub fn kv_write(
+    cuda: &Cuda,
+    k: &Tensor<Cuda>,
+    v: &Tensor<Cuda>,
+    slot: &Tensor<Cuda>,
+    cache: &mut KvLayer<Cuda>,
+) -> Result<()> {
     let kv_dim = cache.k.cols;
     expect_shape("kv_write", k, slot.rows, kv_dim)?;
     expect_shape("kv_write", v, slot.rows, kv_dim)?;
@@ -65,7 +71,8 @@ pub fn attention(
 
     let f = cuda.function(Module::Attention, "attention")?;
     let u = |v: usize| v as u32;
-    let (nh, nkv, hd, bs, mb, ns) = (u(n_heads), u(n_kv_heads), u(head_dim), u(batch.block_size), u(batch.block_table.cols), u(n_splits));
+    let (nh, nkv, hd, bs, mb, ns) =
+        (u(n_heads), u(n_kv_heads), u(head_dim), u(batch.block_size), u(batch.block_table.cols), u(n_splits));
     let cfg = LaunchConfig { grid_dim: (u(pairs), ns, 1), block_dim: (128, 1, 1), shared_mem_bytes: 0 };
     let mut l = cuda.stream.launch_builder(&f);
     l.arg(&q.buf).arg(&cache.k.buf).arg(&cache.v.buf).arg(&batch.seq.buf).arg(&batch.pos.buf);
@@ -101,7 +108,9 @@ pub fn copy_slots(cuda: &Cuda, cache: &mut KvLayer<Cuda>, src: usize, dst: usize
     let piece = n.min(src.abs_diff(dst));
     let starts: Vec<usize> = (0..n).step_by(piece).collect();
     let f = cuda.function(Module::CopySlots, "copy_slots")?;
-    for &i in if dst > src { Box::new(starts.iter().rev()) as Box<dyn Iterator<Item = _>> } else { Box::new(starts.iter()) } {
+    for &i in
+        if dst > src { Box::new(starts.iter().rev()) as Box<dyn Iterator<Item = _>> } else { Box::new(starts.iter()) }
+    {
         let len = piece.min(n - i);
         let (s, d, count) = (((src + i) * kv_dim) as u64, ((dst + i) * kv_dim) as u64, (len * kv_dim) as u64);
         let mut l = cuda.stream.launch_builder(&f);

@@ -201,7 +201,8 @@ fn block_parts(format: Format) -> (std::ops::Range<usize>, std::ops::Range<usize
 
 pub fn upload_weight(cuda: &Cuda, format: Format, rows: usize, cols: usize, bytes: HostBytes) -> Result<Weight<Cuda>> {
     let src = bytes.bytes();
-    let expected = format.row_bytes(cols)?.checked_mul(rows).ok_or_else(|| Error::InvalidArgument("weight too large".into()))?;
+    let expected =
+        format.row_bytes(cols)?.checked_mul(rows).ok_or_else(|| Error::InvalidArgument("weight too large".into()))?;
     if src.len() != expected {
         return Err(Error::Shape { op: "upload_weight", expected: vec![expected], got: vec![src.len()] });
     }
@@ -210,8 +211,11 @@ pub fn upload_weight(cuda: &Cuda, format: Format, rows: usize, cols: usize, byte
     } else {
         let (d, h, q) = block_parts(format);
         let n_blocks = src.len() / format.block_bytes();
-        let (mut dm, mut qh, mut qs) =
-            (Vec::with_capacity(n_blocks * d.len()), Vec::with_capacity(n_blocks * h.len()), Vec::with_capacity(n_blocks * q.len()));
+        let (mut dm, mut qh, mut qs) = (
+            Vec::with_capacity(n_blocks * d.len()),
+            Vec::with_capacity(n_blocks * h.len()),
+            Vec::with_capacity(n_blocks * q.len()),
+        );
         for b in src.chunks_exact(format.block_bytes()) {
             dm.extend_from_slice(&b[d.clone()]);
             qh.extend_from_slice(&b[h.clone()]);

@@ -80,7 +80,8 @@ fn matmul_vec(cuda: &Cuda, x: &Tensor<Cuda>, w: &Weight<Cuda>, dst: &mut Tensor<
 fn matmul_tile(cuda: &Cuda, x: &Tensor<Cuda>, w: &Weight<Cuda>, dst: &mut Tensor<Cuda>) -> Result<()> {
     let (m, n, k) = (x.rows as u32, w.rows as u32, w.cols as u32);
     let f = cuda.function(Module::Matmul(w.format), "matmul_tile")?;
-    let cfg = LaunchConfig { grid_dim: (n.div_ceil(64), m.div_ceil(64), 1), block_dim: (256, 1, 1), shared_mem_bytes: 0 };
+    let cfg =
+        LaunchConfig { grid_dim: (n.div_ceil(64), m.div_ceil(64), 1), block_dim: (256, 1, 1), shared_mem_bytes: 0 };
     let s = &w.storage;
     let mut l = cuda.stream.launch_builder(&f);
     l.arg(&s.qs).arg(&s.qh).arg(&s.dm).arg(&x.buf).arg(&mut dst.buf).arg(&m).arg(&n).arg(&k);

@@ -61,7 +61,14 @@ impl Backend for Cuda {
     fn rope(&self, x: &mut Tensor<Self>, pos: &Tensor<Self>, rope: &Rope) -> Result<()> {
         rope::rope(self, x, pos, rope)
     }
-    fn rms_norm_rope(&self, x: &mut Tensor<Self>, gain: &Tensor<Self>, eps: f32, pos: &Tensor<Self>, rope: &Rope) -> Result<()> {
+    fn rms_norm_rope(
+        &self,
+        x: &mut Tensor<Self>,
+        gain: &Tensor<Self>,
+        eps: f32,
+        pos: &Tensor<Self>,
+        rope: &Rope,
+    ) -> Result<()> {
         rope::rms_norm_rope(self, x, gain, eps, pos, rope)
     }
     fn silu_mul(&self, gate: &Tensor<Self>, up: &Tensor<Self>, dst: &mut Tensor<Self>) -> Result<()> {
@@ -76,7 +83,13 @@ impl Backend for Cuda {
     fn gather_rows(&self, x: &Tensor<Self>, rows: &Tensor<Self>, dst: &mut Tensor<Self>) -> Result<()> {
         elementwise::gather_rows(self, x, rows, dst)
     }
-    fn kv_write(&self, k: &Tensor<Self>, v: &Tensor<Self>, slot: &Tensor<Self>, cache: &mut KvLayer<Self>) -> Result<()> {
+    fn kv_write(
+        &self,
+        k: &Tensor<Self>,
+        v: &Tensor<Self>,
+        slot: &Tensor<Self>,
+        cache: &mut KvLayer<Self>,
+    ) -> Result<()> {
         attention::kv_write(self, k, v, slot, cache)
     }
     fn attention(

@@ -8,9 +8,17 @@ use crate::backend::{DType, Rope, RopeStyle, Tensor, expect_shape};
 use crate::error::{Error, Result};
 
 /// Checks the shapes and returns the launch over n_tokens · n_heads blocks.
-fn geometry(op: &'static str, x: &Tensor<Cuda>, pos: &Tensor<Cuda>, rope: &Rope) -> Result<Option<(LaunchConfig, u32)>> {
+fn geometry(
+    op: &'static str,
+    x: &Tensor<Cuda>,
+    pos: &Tensor<Cuda>,
+    rope: &Rope,
+) -> Result<Option<(LaunchConfig, u32)>> {
     if rope.head_dim == 0 || x.cols % rope.head_dim != 0 || rope.n_rot > rope.head_dim || rope.n_rot % 2 != 0 {
-        return Err(Error::InvalidArgument(format!("{op}: {} columns, head_dim {}, n_rot {}", x.cols, rope.head_dim, rope.n_rot)));
+        return Err(Error::InvalidArgument(format!(
+            "{op}: {} columns, head_dim {}, n_rot {}",
+            x.cols, rope.head_dim, rope.n_rot
+        )));
     }
     expect_shape(op, pos, x.rows, 1)?;
     if pos.dtype != DType::U32 {

@@ -56,7 +56,17 @@ impl Module {
     pub fn all() -> Vec<Module> {
         use Module::*;
         let mut all = vec![
-            RmsNorm, Rope, RmsNormRope, SiluMul, AddAssign, AddBias, GatherRows, KvWrite, CopySlots, Attention, Argmax,
+            RmsNorm,
+            Rope,
+            RmsNormRope,
+            SiluMul,
+            AddAssign,
+            AddBias,
+            GatherRows,
+            KvWrite,
+            CopySlots,
+            Attention,
+            Argmax,
             QuantizeQ8_1,
         ];
         all.extend(Format::ALL.iter().map(|&f| Matmul(f)));
@@ -88,7 +98,11 @@ impl Module {
         match self {
             Module::Matmul(f) => format!("matmul_{}", f.name().to_lowercase()),
             Module::Embed(f) => format!("embed_{}", f.name().to_lowercase()),
-            other => self.parts().last().map(|(file, _)| file.trim_end_matches(".cu").to_string()).unwrap_or_else(|| format!("{other:?}")),
+            other => self
+                .parts()
+                .last()
+                .map(|(file, _)| file.trim_end_matches(".cu").to_string())
+                .unwrap_or_else(|| format!("{other:?}")),
         }
     }
 
