@@ -16,5 +16,7 @@ pub use backend::Backend;
 pub use backend::cpu::Cpu;
 #[cfg(feature = "wgpu")]
 pub use backend::wgpu::Wgpu;
+#[cfg(feature = "cuda")]
+pub use backend::cuda::Cuda;
 pub use error::{Error, Result};
 pub use quant::Format;

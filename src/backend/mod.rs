@@ -13,6 +13,8 @@
 pub mod cpu;
 #[cfg(feature = "wgpu")]
 pub mod wgpu;
+#[cfg(feature = "cuda")]
+pub mod cuda;
 
 use std::sync::Arc;
 

@@ -48,6 +48,10 @@ pub fn run(args: InfoArgs) -> Result<()> {
         if backend == super::BackendName::Wgpu {
             println!("{}", ultra::Wgpu::new()?.describe());
         }
+        #[cfg(feature = "cuda")]
+        if backend == super::BackendName::Cuda {
+            println!("device: {}", ultra::Cuda::new(0)?.describe()?);
+        }
     }
     Ok(())
 }

@@ -39,6 +39,12 @@ macro_rules! with_backend {
             }
             #[cfg(not(feature = "wgpu"))]
             $crate::cli::BackendName::Wgpu => Err(ultra::Error::BackendNotBuilt("wgpu").into()),
+            #[cfg(feature = "cuda")]
+            $crate::cli::BackendName::Cuda => {
+                let $be = ultra::Cuda::new(0)?;
+                $body
+            }
+            #[cfg(not(feature = "cuda"))]
             $crate::cli::BackendName::Cuda => Err(ultra::Error::BackendNotBuilt("cuda").into()),
         }
     };

@@ -19,7 +19,7 @@ macro_rules! family_tests {
 macro_rules! op_suite {
     ($backend:ident => $make:expr) => {
         mod $backend {
-            /// The backend, or None when this machine has no such device (the suite then skips).
+            /// The backend, or None (after a loud SKIPPED line) when its device is missing.
             fn backend() -> Option<impl ultra::Backend> {
                 $make
             }
@@ -61,24 +61,12 @@ macro_rules! op_suite {
 
 op_suite!(cpu => Some(ultra::Cpu::new()));
 #[cfg(feature = "wgpu")]
-op_suite!(wgpu => crate::wgpu_or_skip(ultra::backend::wgpu::Options::from_env()));
+op_suite!(wgpu => crate::harness::or_skip("wgpu", "ULTRA_REQUIRE_WGPU", ultra::Wgpu::with_options(ultra::backend::wgpu::Options::from_env())));
 // The fallback kernels (no subgroups, no f16), as `ULTRA_WGPU_DISABLE=subgroups,f16` selects.
 #[cfg(feature = "wgpu")]
-op_suite!(wgpu_fallbacks => crate::wgpu_or_skip(ultra::backend::wgpu::Options::fallbacks()));
-
-/// A wgpu backend, or None after printing why to stderr; with `ULTRA_REQUIRE_WGPU=1` a missing
-/// adapter fails the test instead.
-#[cfg(feature = "wgpu")]
-fn wgpu_or_skip(options: ultra::backend::wgpu::Options) -> Option<ultra::Wgpu> {
-    match ultra::Wgpu::with_options(options) {
-        Ok(b) => Some(b),
-        Err(e) if std::env::var("ULTRA_REQUIRE_WGPU").as_deref() != Ok("1") => {
-            eprintln!("SKIPPED: no wgpu adapter: {e}");
-            None
-        }
-        Err(e) => panic!("ULTRA_REQUIRE_WGPU=1 but {e}"),
-    }
-}
+op_suite!(wgpu_fallbacks => crate::harness::or_skip("wgpu", "ULTRA_REQUIRE_WGPU", ultra::Wgpu::with_options(ultra::backend::wgpu::Options::fallbacks())));
+#[cfg(feature = "cuda")]
+op_suite!(cuda => crate::harness::or_skip("CUDA", "ULTRA_REQUIRE_CUDA", ultra::Cuda::new(0)));
 
 /// Every family has cases (a new family without rows fails here, not silently).
 #[test]
