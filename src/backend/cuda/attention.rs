@@ -5,7 +5,7 @@
 
 use cudarc::driver::{LaunchConfig, PushKernelArg};
 
-use super::context::{Cuda, driver, grid_1d};
+use super::context::{Cuda, driver, expect_below, grid_1d};
 use super::source::Module;
 use crate::backend::{AttnBatch, AttnShape, DType, KvLayer, Tensor, expect_shape};
 use crate::error::{Error, Result};
@@ -24,13 +24,17 @@ pub fn kv_write(
     expect_shape("kv_write", k, slot.rows, kv_dim)?;
     expect_shape("kv_write", v, slot.rows, kv_dim)?;
     expect_shape("kv_write", &cache.v, cache.k.rows, kv_dim)?;
+    if slot.dtype != DType::U32 || slot.cols != 1 {
+        return Err(Error::InvalidArgument("kv_write: slot must be u32 [n_tokens, 1]".into()));
+    }
+    expect_below("kv_write", "slot", slot, cache.k.rows)?;
     let (n, kv_dim32, n_slots) = (k.len() as u64, kv_dim as u32, cache.k.rows as u32);
     if n == 0 {
         return Ok(());
     }
     let f = cuda.function(Module::KvWrite, "kv_write")?;
     let mut l = cuda.stream.launch_builder(&f);
-    l.arg(&k.buf).arg(&v.buf).arg(&slot.buf).arg(&mut cache.k.buf).arg(&mut cache.v.buf);
+    l.arg(&k.buf.dev).arg(&v.buf.dev).arg(&slot.buf.dev).arg(&mut cache.k.buf.dev).arg(&mut cache.v.buf.dev);
     l.arg(&n).arg(&kv_dim32).arg(&n_slots);
     // SAFETY: arguments match cuda/kv_write.cu; k, v hold n floats, slot n / kv_dim u32, the
     // cache n_slots · kv_dim floats each (slots out of range are skipped by the kernel).
@@ -60,6 +64,11 @@ pub fn attention(
             return Err(Error::InvalidArgument("attention: seq and pos must be u32".into()));
         }
     }
+    if batch.block_table.dtype != DType::U32 || batch.block_size == 0 {
+        return Err(Error::InvalidArgument("attention: block_table must be u32, block_size > 0".into()));
+    }
+    expect_shape("attention", &cache.v, cache.k.rows, cache.k.cols)?;
+    check_batch(batch, cache.k.rows)?;
     let pairs = n_tokens * n_heads;
     if pairs == 0 {
         return Ok(());
@@ -75,21 +84,49 @@ pub fn attention(
         (u(n_heads), u(n_kv_heads), u(head_dim), u(batch.block_size), u(batch.block_table.cols), u(n_splits));
     let cfg = LaunchConfig { grid_dim: (u(pairs), ns, 1), block_dim: (128, 1, 1), shared_mem_bytes: 0 };
     let mut l = cuda.stream.launch_builder(&f);
-    l.arg(&q.buf).arg(&cache.k.buf).arg(&cache.v.buf).arg(&batch.seq.buf).arg(&batch.pos.buf);
-    l.arg(&batch.block_table.buf).arg(&mut dst.buf).arg(&mut *partial);
+    l.arg(&q.buf.dev).arg(&cache.k.buf.dev).arg(&cache.v.buf.dev).arg(&batch.seq.buf.dev).arg(&batch.pos.buf.dev);
+    l.arg(&batch.block_table.buf.dev).arg(&mut dst.buf.dev).arg(&mut *partial);
     let (n_seqs, n_slots) = (u(batch.block_table.rows), u(cache.k.rows));
     l.arg(&nh).arg(&nkv).arg(&hd).arg(&scale).arg(&bs).arg(&mb).arg(&ns).arg(&n_seqs).arg(&n_slots);
     // SAFETY: arguments match cuda/attention.cu; q, dst hold n_tokens · n_heads · head_dim floats,
     // seq/pos n_tokens u32, block_table n_seqs · max_blocks u32 (the model fills it with valid
-    // blocks; the kernel skips seq ≥ n_seqs and slots ≥ n_slots), partial pairs · n_splits · (2 + head_dim) floats.
+    // blocks; check_batch rejected host-written bad indices, and the kernel still skips seq ≥ n_seqs
+    // and slots ≥ n_slots), partial pairs · n_splits · (2 + head_dim) floats.
     unsafe { l.launch(cfg) }.map_err(driver)?;
     if n_splits > 1 {
         let f = cuda.function(Module::Attention, "attention_combine")?;
         let cfg = LaunchConfig { grid_dim: (u(pairs), 1, 1), block_dim: (128, 1, 1), shared_mem_bytes: 0 };
         let mut l = cuda.stream.launch_builder(&f);
-        l.arg(&*partial).arg(&mut dst.buf).arg(&hd).arg(&ns);
+        l.arg(&*partial).arg(&mut dst.buf.dev).arg(&hd).arg(&ns);
         // SAFETY: arguments match attention_combine in cuda/attention.cu; sizes as above.
         unsafe { l.launch(cfg) }.map_err(driver)?;
+    }
+    Ok(())
+}
+
+/// Rejects, from the host mirrors of the batch tensors, a sequence without a block-table row, a
+/// position past its row, or a block outside the cache (the kernel would skip them silently).
+fn check_batch(batch: &AttnBatch<Cuda>, n_slots: usize) -> Result<()> {
+    let (Some(seq), Some(pos), Some(table)) =
+        (&batch.seq.buf.mirror, &batch.pos.buf.mirror, &batch.block_table.buf.mirror)
+    else {
+        return Ok(());
+    };
+    let (bs, max_blocks) = (batch.block_size, batch.block_table.cols);
+    let n_blocks = n_slots / bs;
+    let bad = |what: String| Err(Error::InvalidArgument(format!("attention: {what}")));
+    for (t, (&s, &p)) in seq.iter().zip(pos).enumerate() {
+        let (s, p) = (s as usize, p as usize);
+        if s >= batch.block_table.rows {
+            return bad(format!("token {t}: sequence {s} has no block-table row"));
+        }
+        if p >= max_blocks * bs {
+            return bad(format!("token {t}: position {p} beyond {max_blocks} blocks of {bs}"));
+        }
+        let row = &table[s * max_blocks..s * max_blocks + p / bs + 1];
+        if let Some(b) = row.iter().find(|&&b| b as usize >= n_blocks) {
+            return bad(format!("token {t}: block {b} outside the cache's {n_blocks}"));
+        }
     }
     Ok(())
 }
@@ -114,7 +151,7 @@ pub fn copy_slots(cuda: &Cuda, cache: &mut KvLayer<Cuda>, src: usize, dst: usize
         let len = piece.min(n - i);
         let (s, d, count) = (((src + i) * kv_dim) as u64, ((dst + i) * kv_dim) as u64, (len * kv_dim) as u64);
         let mut l = cuda.stream.launch_builder(&f);
-        l.arg(&mut cache.k.buf).arg(&mut cache.v.buf).arg(&s).arg(&d).arg(&count);
+        l.arg(&mut cache.k.buf.dev).arg(&mut cache.v.buf.dev).arg(&s).arg(&d).arg(&count);
         // SAFETY: arguments match cuda/copy_slots.cu; both ranges lie inside n_slots · kv_dim
         // floats (checked above) and one piece's source and destination do not overlap.
         unsafe { l.launch(grid_1d(count, 256)?) }.map_err(driver)?;

@@ -25,6 +25,14 @@ pub struct Cuda {
     pub(super) attn_scratch: Mutex<Option<CudaSlice<u8>>>,
 }
 
+/// One tensor's device memory. u32 tensors also keep a host copy of what `write_u32` put there
+/// (ids, positions, slots, block tables: small), so ops can reject out-of-range indices before
+/// launching, without waiting for the device; `None` once the device writes the tensor (argmax).
+pub struct CudaBuffer {
+    pub dev: CudaSlice<u8>,
+    pub(super) mirror: Option<Vec<u32>>,
+}
+
 /// A weight on the device, repacked into separate aligned arrays: quants (16-byte aligned
 /// blocks), fifth bits (Q5 formats) and scales. Float formats keep their bytes in `qs`.
 pub struct CudaWeight {
@@ -154,8 +162,9 @@ fn dtype_size(_: DType) -> usize {
 }
 
 pub fn alloc(cuda: &Cuda, dtype: DType, rows: usize, cols: usize) -> Result<Tensor<Cuda>> {
-    let buf = cuda.alloc_bytes(rows * cols * dtype_size(dtype))?;
-    Ok(Tensor { buf, rows, cols, dtype })
+    let dev = cuda.alloc_bytes(rows * cols * dtype_size(dtype))?;
+    let mirror = (dtype == DType::U32).then(|| vec![0; rows * cols]);
+    Ok(Tensor { buf: CudaBuffer { dev, mirror }, rows, cols, dtype })
 }
 
 fn check_len(op: &'static str, t: &Tensor<Cuda>, dtype: DType, n: usize) -> Result<()> {
@@ -171,14 +180,32 @@ pub fn write<T: bytemuck::Pod>(cuda: &Cuda, dst: &mut Tensor<Cuda>, dtype: DType
     if bytes.is_empty() {
         return Ok(());
     }
-    cuda.stream.memcpy_htod(bytes, &mut dst.buf.slice_mut(..bytes.len())).map_err(driver)
+    cuda.stream.memcpy_htod(bytes, &mut dst.buf.dev.slice_mut(..bytes.len())).map_err(driver)
+}
+
+/// dst[..data.len()] = data for a u32 tensor, kept in its host mirror too.
+pub fn write_u32(cuda: &Cuda, dst: &mut Tensor<Cuda>, data: &[u32]) -> Result<()> {
+    write(cuda, dst, DType::U32, data)?;
+    if let Some(mirror) = &mut dst.buf.mirror {
+        mirror[..data.len()].copy_from_slice(data);
+    }
+    Ok(())
+}
+
+/// Err if any host-mirrored value of the u32 tensor `t` is ≥ `limit` (an index out of range).
+/// Tensors the device wrote (no mirror) pass; their kernels' own guards still apply.
+pub(super) fn expect_below(op: &'static str, what: &str, t: &Tensor<Cuda>, limit: usize) -> Result<()> {
+    match t.buf.mirror.as_ref().and_then(|m| m.iter().find(|&&v| v as usize >= limit)) {
+        Some(v) => Err(Error::InvalidArgument(format!("{op}: {what} {v} out of range (< {limit})"))),
+        None => Ok(()),
+    }
 }
 
 pub fn read<T: bytemuck::Pod>(cuda: &Cuda, src: &Tensor<Cuda>, dtype: DType, out: &mut [T]) -> Result<()> {
     check_len("read", src, dtype, out.len())?;
     let bytes: &mut [u8] = bytemuck::cast_slice_mut(out);
     if !bytes.is_empty() {
-        cuda.stream.memcpy_dtoh(&src.buf.slice(..bytes.len()), bytes).map_err(driver)?;
+        cuda.stream.memcpy_dtoh(&src.buf.dev.slice(..bytes.len()), bytes).map_err(driver)?;
     }
     cuda.stream.synchronize().map_err(driver)
 }

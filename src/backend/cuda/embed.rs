@@ -2,7 +2,7 @@
 
 use cudarc::driver::PushKernelArg;
 
-use super::context::{Cuda, driver, grid_1d};
+use super::context::{Cuda, driver, expect_below, grid_1d};
 use super::source::Module;
 use crate::backend::{DType, Tensor, Weight, expect_shape};
 use crate::error::{Error, Result};
@@ -12,6 +12,7 @@ pub fn embed(cuda: &Cuda, table: &Weight<Cuda>, ids: &Tensor<Cuda>, dst: &mut Te
         return Err(Error::InvalidArgument("embed: ids must be u32 [n_tokens, 1]".into()));
     }
     expect_shape("embed", dst, ids.rows, table.cols)?;
+    expect_below("embed", "id", ids, table.rows)?;
     let (n, d, vocab) = (dst.len() as u64, table.cols as u32, table.rows as u32);
     if n == 0 {
         return Ok(());
@@ -19,7 +20,7 @@ pub fn embed(cuda: &Cuda, table: &Weight<Cuda>, ids: &Tensor<Cuda>, dst: &mut Te
     let f = cuda.function(Module::Embed(table.format), "embed")?;
     let w = &table.storage;
     let mut l = cuda.stream.launch_builder(&f);
-    l.arg(&w.qs).arg(&w.qh).arg(&w.dm).arg(&ids.buf).arg(&mut dst.buf).arg(&n).arg(&d).arg(&vocab);
+    l.arg(&w.qs).arg(&w.qh).arg(&w.dm).arg(&ids.buf.dev).arg(&mut dst.buf.dev).arg(&n).arg(&d).arg(&vocab);
     // SAFETY: arguments match cuda/embed.cu; the weight arrays hold vocab · d values of its format,
     // ids n / d u32, dst n floats.
     unsafe { l.launch(grid_1d(n, 256)?) }.map_err(driver)?;

@@ -49,7 +49,7 @@ fn matmul_vec(cuda: &Cuda, x: &Tensor<Cuda>, w: &Weight<Cuda>, dst: &mut Tensor<
     let s = &w.storage;
     if !w.format.is_quantized() {
         let mut l = cuda.stream.launch_builder(&f);
-        l.arg(&s.qs).arg(&s.qh).arg(&s.dm).arg(&x.buf).arg(&x.buf).arg(&mut dst.buf);
+        l.arg(&s.qs).arg(&s.qh).arg(&s.dm).arg(&x.buf.dev).arg(&x.buf.dev).arg(&mut dst.buf.dev);
         l.arg(&m32).arg(&n32).arg(&k32).arg(&group);
         // SAFETY: arguments match matmul_vec_mM in cuda/matmul.cu; float weights read qs only
         // (n · k values), x holds m · k floats (also passed, unused, as xds), dst m · n floats.
@@ -64,12 +64,12 @@ fn matmul_vec(cuda: &Cuda, x: &Tensor<Cuda>, w: &Weight<Cuda>, dst: &mut Tensor<
     let (mut xq, mut xds) = scratch.split_at_mut(xds_at);
     let q = cuda.function(Module::QuantizeQ8_1, "quantize_q8_1")?;
     let mut l = cuda.stream.launch_builder(&q);
-    l.arg(&x.buf).arg(&mut xq).arg(&mut xds).arg(&total);
+    l.arg(&x.buf.dev).arg(&mut xq).arg(&mut xds).arg(&total);
     // SAFETY: arguments match cuda/quantize_q8_1.cu; x holds total floats, xq total bytes, xds
     // total / 32 float2 (k is a multiple of 32 for quantized formats).
     unsafe { l.launch(grid_1d(total, 256)?) }.map_err(driver)?;
     let mut l = cuda.stream.launch_builder(&f);
-    l.arg(&s.qs).arg(&s.qh).arg(&s.dm).arg(&mut xq).arg(&mut xds).arg(&mut dst.buf);
+    l.arg(&s.qs).arg(&s.qh).arg(&s.dm).arg(&mut xq).arg(&mut xds).arg(&mut dst.buf.dev);
     l.arg(&m32).arg(&n32).arg(&k32).arg(&group);
     // SAFETY: arguments match matmul_vec_mM in cuda/matmul.cu; the weight arrays hold n · k / 32
     // blocks (qs 16-byte aligned), xq/xds as written above, dst m · n floats.
@@ -84,7 +84,7 @@ fn matmul_tile(cuda: &Cuda, x: &Tensor<Cuda>, w: &Weight<Cuda>, dst: &mut Tensor
         LaunchConfig { grid_dim: (n.div_ceil(64), m.div_ceil(64), 1), block_dim: (256, 1, 1), shared_mem_bytes: 0 };
     let s = &w.storage;
     let mut l = cuda.stream.launch_builder(&f);
-    l.arg(&s.qs).arg(&s.qh).arg(&s.dm).arg(&x.buf).arg(&mut dst.buf).arg(&m).arg(&n).arg(&k);
+    l.arg(&s.qs).arg(&s.qh).arg(&s.dm).arg(&x.buf.dev).arg(&mut dst.buf.dev).arg(&m).arg(&n).arg(&k);
     // SAFETY: arguments match matmul_tile in cuda/matmul.cu; weight n · k values, x m · k floats, dst m · n.
     unsafe { l.launch(cfg) }.map_err(driver)?;
     Ok(())

@@ -11,16 +11,14 @@ mod rope;
 mod sampling;
 pub mod source;
 
-pub use context::{Cuda, CudaWeight};
-
-use cudarc::driver::CudaSlice;
+pub use context::{Cuda, CudaBuffer, CudaWeight};
 
 use crate::backend::{AttnBatch, AttnShape, Backend, DType, HostBytes, KvLayer, Rope, Tensor, Weight};
 use crate::error::Result;
 use crate::quant::Format;
 
 impl Backend for Cuda {
-    type Buffer = CudaSlice<u8>;
+    type Buffer = CudaBuffer;
     type WeightStorage = CudaWeight;
 
     fn name(&self) -> &'static str {
@@ -34,7 +32,7 @@ impl Backend for Cuda {
         context::write(self, dst, DType::F32, data)
     }
     fn write_u32(&self, dst: &mut Tensor<Self>, data: &[u32]) -> Result<()> {
-        context::write(self, dst, DType::U32, data)
+        context::write_u32(self, dst, data)
     }
     fn read_f32(&self, src: &Tensor<Self>, out: &mut [f32]) -> Result<()> {
         context::read(self, src, DType::F32, out)

@@ -18,7 +18,7 @@ pub fn rms_norm(cuda: &Cuda, x: &Tensor<Cuda>, gain: &Tensor<Cuda>, eps: f32, ds
     let cfg = LaunchConfig { grid_dim: (rows as u32, 1, 1), block_dim: (256, 1, 1), shared_mem_bytes: 0 };
     let d32 = d as u32;
     let mut l = cuda.stream.launch_builder(&f);
-    l.arg(&x.buf).arg(&gain.buf).arg(&mut dst.buf).arg(&d32).arg(&eps);
+    l.arg(&x.buf.dev).arg(&gain.buf.dev).arg(&mut dst.buf.dev).arg(&d32).arg(&eps);
     // SAFETY: (x, gain, dst, d, eps) match cuda/rms_norm.cu; x and dst hold rows·d floats, gain d.
     unsafe { l.launch(cfg) }.map_err(driver)?;
     Ok(())

@@ -38,7 +38,7 @@ pub fn rope(cuda: &Cuda, x: &mut Tensor<Cuda>, pos: &Tensor<Cuda>, rope: &Rope) 
     let f = cuda.function(Module::Rope, "rope")?;
     let (head_dim, n_rot, neox) = (rope.head_dim as u32, rope.n_rot as u32, (rope.style == RopeStyle::Neox) as u32);
     let mut l = cuda.stream.launch_builder(&f);
-    l.arg(&mut x.buf).arg(&pos.buf).arg(&n_heads).arg(&head_dim).arg(&n_rot);
+    l.arg(&mut x.buf.dev).arg(&pos.buf.dev).arg(&n_heads).arg(&head_dim).arg(&n_rot);
     l.arg(&rope.theta).arg(&rope.freq_scale).arg(&neox);
     // SAFETY: arguments match cuda/rope.cu; x holds rows · n_heads · head_dim floats, pos rows u32.
     unsafe { l.launch(cfg) }.map_err(driver)?;
@@ -58,7 +58,7 @@ pub fn rms_norm_rope(
     let f = cuda.function(Module::RmsNormRope, "rms_norm_rope")?;
     let (head_dim, n_rot, neox) = (rope.head_dim as u32, rope.n_rot as u32, (rope.style == RopeStyle::Neox) as u32);
     let mut l = cuda.stream.launch_builder(&f);
-    l.arg(&mut x.buf).arg(&gain.buf).arg(&eps).arg(&pos.buf).arg(&n_heads).arg(&head_dim).arg(&n_rot);
+    l.arg(&mut x.buf.dev).arg(&gain.buf.dev).arg(&eps).arg(&pos.buf.dev).arg(&n_heads).arg(&head_dim).arg(&n_rot);
     l.arg(&rope.theta).arg(&rope.freq_scale).arg(&neox);
     // SAFETY: arguments match cuda/rms_norm_rope.cu; x holds rows · n_heads · head_dim floats, gain head_dim.
     unsafe { l.launch(cfg) }.map_err(driver)?;

@@ -12,6 +12,7 @@ pub fn argmax(cuda: &Cuda, x: &Tensor<Cuda>, dst: &mut Tensor<Cuda>) -> Result<(
     if dst.dtype != DType::U32 {
         return Err(Error::InvalidArgument("argmax: dst must be u32".into()));
     }
+    dst.buf.mirror = None; // written by the device from here on
     if x.rows == 0 {
         return Ok(());
     }
@@ -19,7 +20,7 @@ pub fn argmax(cuda: &Cuda, x: &Tensor<Cuda>, dst: &mut Tensor<Cuda>) -> Result<(
     let vocab = x.cols as u32;
     let cfg = LaunchConfig { grid_dim: (x.rows as u32, 1, 1), block_dim: (1024, 1, 1), shared_mem_bytes: 0 };
     let mut l = cuda.stream.launch_builder(&f);
-    l.arg(&x.buf).arg(&mut dst.buf).arg(&vocab);
+    l.arg(&x.buf.dev).arg(&mut dst.buf.dev).arg(&vocab);
     // SAFETY: (x, dst, vocab) match cuda/argmax.cu; x holds rows · vocab floats, dst rows u32.
     unsafe { l.launch(cfg) }.map_err(driver)?;
     Ok(())
