@@ -19,3 +19,14 @@ __device__ __forceinline__ float block_dot(const u8* qs, const u8* qh, const u8*
     const int s = dot_nibbles(q, 0, false, x0, x1);
     return d * (xds.x * (float)s - 8.0f * xds.y);
 }
+
+// Tensor-core path (matmul_mma.cu): B fragment of mma m16n8k32 from the raw 16 quant bytes of a
+// block in shared memory: b0 = values 4t..4t+3, b1 = values 16+4t..16+4t+3, as int8 (q - 8).
+#define DM_PAIRED 1
+#define HAS_QH 0
+#define HAS_M 0
+__device__ __forceinline__ void mma_b(const u8* q, u32 qh, u32 t, u32& b0, u32& b1) {
+    const u32 w = *(const u32*)(q + 4 * t);
+    b0 = ((w & 0x0F0F0F0Fu) + 0x78787878u) ^ 0x80808080u;  // per byte: (q + 120) ^ 128 = q - 8
+    b1 = (((w >> 4) & 0x0F0F0F0Fu) + 0x78787878u) ^ 0x80808080u;
+}

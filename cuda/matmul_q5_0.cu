@@ -19,3 +19,16 @@ __device__ __forceinline__ float block_dot(const u8* qs, const u8* qh, const u8*
     const int s = dot_nibbles(q, ((const u32*)qh)[blk], true, x0, x1);
     return d * (xds.x * (float)s - 16.0f * xds.y);
 }
+
+// Tensor-core path (matmul_mma.cu): B fragment of mma m16n8k32 from the raw 16 quant bytes and the
+// fifth bits of a block: b0 = values 4t..4t+3, b1 = values 16+4t..16+4t+3, as int8 (q - 16).
+#define DM_PAIRED 1
+#define HAS_QH 1
+#define HAS_M 0
+__device__ __forceinline__ void mma_b(const u8* q, u32 qh, u32 t, u32& b0, u32& b1) {
+    const u32 w = *(const u32*)(q + 4 * t);
+    const u32 lo = (w & 0x0F0F0F0Fu) | spread_high_bits(qh, 4 * t);
+    const u32 hi = ((w >> 4) & 0x0F0F0F0Fu) | spread_high_bits(qh, 16 + 4 * t);
+    b0 = (lo + 0x70707070u) ^ 0x80808080u;  // per byte: (q + 112) ^ 128 = q - 16
+    b1 = (hi + 0x70707070u) ^ 0x80808080u;
+}

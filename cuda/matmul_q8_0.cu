@@ -24,3 +24,13 @@ __device__ __forceinline__ float block_dot(const u8* qs, const u8* qh, const u8*
     s = dp4a(b.w, x1.w, s);
     return f16_to_f32(((const u16*)dm)[blk]) * xds.x * (float)s;
 }
+
+// Tensor-core path (matmul_mma.cu): B fragment of mma m16n8k32 from the raw 32 quant bytes of a
+// block in shared memory: b0 = values 4t..4t+3, b1 = values 16+4t..16+4t+3.
+#define DM_PAIRED 1
+#define HAS_QH 0
+#define HAS_M 0
+__device__ __forceinline__ void mma_b(const u8* q, u32 qh, u32 t, u32& b0, u32& b1) {
+    b0 = *(const u32*)(q + 4 * t);
+    b1 = *(const u32*)(q + 16 + 4 * t);
+}

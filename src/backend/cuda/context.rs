@@ -248,6 +248,8 @@ pub fn upload_weight(cuda: &Cuda, format: Format, rows: usize, cols: usize, byte
             qh.extend_from_slice(&b[h.clone()]);
             qs.extend_from_slice(&b[q.clone()]);
         }
+        // matmul_mma reads f16 scales as aligned pairs: the last block's pair may reach past the end.
+        dm.extend_from_slice(&[0; 16]);
         CudaWeight { qs: cuda.upload_bytes(&qs)?, qh: cuda.upload_bytes(&qh)?, dm: cuda.upload_bytes(&dm)? }
     };
     Ok(Weight { storage, format, rows, cols })

@@ -1,9 +1,11 @@
 //! Matrix products on CUDA: `cuda/matmul.cu` joined after the weight's format decoder.
 //! m ≤ 8 (decode, small batches): a GEMV with warp-per-row(s); for quantized weights the
 //! activations are first quantized to int8 blocks (`cuda/quantize_q8_1.cu`) and the dot products
-//! use dp4a, as llama.cpp's MMVQ. m > 8 (prefill): a shared-memory tiled GEMM in f32.
+//! use dp4a, as llama.cpp's MMVQ. m > 8 (prefill, batches, speculative verification): quantized
+//! weights go through int8 tensor cores on the same int8 activations (`cuda/matmul_mma.cu`, as
+//! llama.cpp's MMQ); float weights through a shared-memory tiled GEMM in f32 (`matmul_tile`).
 
-use cudarc::driver::{LaunchConfig, PushKernelArg};
+use cudarc::driver::{CudaViewMut, LaunchConfig, PushKernelArg};
 
 use super::context::{Cuda, driver, grid_1d};
 use super::source::Module;
@@ -13,6 +15,9 @@ use crate::error::{Error, Result};
 /// Largest m served by the GEMV kernels.
 const VEC_MAX_M: usize = 8;
 const VEC_THREADS: u32 = 128;
+/// Output tile of matmul_mma: MMA_BM activation rows × MMA_BN weight rows (cuda/matmul_mma.cu).
+const MMA_BM: u32 = 64;
+const MMA_BN: u32 = 128;
 
 pub fn matmul(cuda: &Cuda, x: &Tensor<Cuda>, w: &Weight<Cuda>, dst: &mut Tensor<Cuda>) -> Result<()> {
     let (m, n, k) = (x.rows, w.rows, w.cols);
@@ -24,7 +29,13 @@ pub fn matmul(cuda: &Cuda, x: &Tensor<Cuda>, w: &Weight<Cuda>, dst: &mut Tensor<
     if m == 0 || n == 0 {
         return Ok(());
     }
-    if m <= VEC_MAX_M { matmul_vec(cuda, x, w, dst) } else { matmul_tile(cuda, x, w, dst) }
+    if m <= VEC_MAX_M {
+        matmul_vec(cuda, x, w, dst)
+    } else if w.format.is_quantized() {
+        matmul_mma(cuda, x, w, dst)
+    } else {
+        matmul_tile(cuda, x, w, dst)
+    }
 }
 
 fn matmul_vec(cuda: &Cuda, x: &Tensor<Cuda>, w: &Weight<Cuda>, dst: &mut Tensor<Cuda>) -> Result<()> {
@@ -56,7 +67,25 @@ fn matmul_vec(cuda: &Cuda, x: &Tensor<Cuda>, w: &Weight<Cuda>, dst: &mut Tensor<
         unsafe { l.launch(cfg) }.map_err(driver)?;
         return Ok(());
     }
-    // Quantize x: int8 values [m][k] then (d, d·Σq) pairs [m][k/32], 16-byte aligned.
+    with_q8_1(cuda, x, |xq, xds| {
+        let mut l = cuda.stream.launch_builder(&f);
+        l.arg(&s.qs).arg(&s.qh).arg(&s.dm).arg(xq).arg(xds).arg(&mut dst.buf.dev);
+        l.arg(&m32).arg(&n32).arg(&k32).arg(&group);
+        // SAFETY: arguments match matmul_vec_mM in cuda/matmul.cu; the weight arrays hold n · k / 32
+        // blocks (qs 16-byte aligned), xq/xds as with_q8_1 wrote them, dst m · n floats.
+        unsafe { l.launch(cfg) }.map_err(driver)?;
+        Ok(())
+    })
+}
+
+/// Quantizes x [m, k] into the q8 scratch — int8 values [m][k], then (d, d·Σq) pairs [m][k/32]
+/// 16-byte aligned (`cuda/quantize_q8_1.cu`) — and calls `then(xq, xds)` while it is held.
+fn with_q8_1(
+    cuda: &Cuda,
+    x: &Tensor<Cuda>,
+    then: impl FnOnce(&mut CudaViewMut<u8>, &mut CudaViewMut<u8>) -> Result<()>,
+) -> Result<()> {
+    let (m, k) = (x.rows, x.cols);
     let total = (m * k) as u64;
     let xds_at = (m * k).next_multiple_of(16);
     let mut guard = cuda.scratch(&cuda.q8_scratch, xds_at + m * (k / 32) * 8)?;
@@ -68,15 +97,32 @@ fn matmul_vec(cuda: &Cuda, x: &Tensor<Cuda>, w: &Weight<Cuda>, dst: &mut Tensor<
     // SAFETY: arguments match cuda/quantize_q8_1.cu; x holds total floats, xq total bytes, xds
     // total / 32 float2 (k is a multiple of 32 for quantized formats).
     unsafe { l.launch(grid_1d(total, 256)?) }.map_err(driver)?;
-    let mut l = cuda.stream.launch_builder(&f);
-    l.arg(&s.qs).arg(&s.qh).arg(&s.dm).arg(&mut xq).arg(&mut xds).arg(&mut dst.buf.dev);
-    l.arg(&m32).arg(&n32).arg(&k32).arg(&group);
-    // SAFETY: arguments match matmul_vec_mM in cuda/matmul.cu; the weight arrays hold n · k / 32
-    // blocks (qs 16-byte aligned), xq/xds as written above, dst m · n floats.
-    unsafe { l.launch(cfg) }.map_err(driver)?;
-    Ok(())
+    then(&mut xq, &mut xds)
 }
 
+/// m > 8 with quantized weights: int8 tensor cores (`cuda/matmul_mma.cu`) on the q8_1 activations.
+fn matmul_mma(cuda: &Cuda, x: &Tensor<Cuda>, w: &Weight<Cuda>, dst: &mut Tensor<Cuda>) -> Result<()> {
+    let (m, n, k) = (x.rows as u32, w.rows as u32, w.cols as u32);
+    let f = cuda.function(Module::Matmul(w.format), "matmul_mma")?;
+    let cfg = LaunchConfig {
+        grid_dim: (n.div_ceil(MMA_BN), m.div_ceil(MMA_BM), 1),
+        block_dim: (256, 1, 1),
+        shared_mem_bytes: 0,
+    };
+    let s = &w.storage;
+    with_q8_1(cuda, x, |xq, xds| {
+        let mut l = cuda.stream.launch_builder(&f);
+        l.arg(&s.qs).arg(&s.qh).arg(&s.dm).arg(xq).arg(xds).arg(&mut dst.buf.dev);
+        l.arg(&m).arg(&n).arg(&k);
+        // SAFETY: arguments match matmul_mma in cuda/matmul_mma.cu; the weight arrays hold n · k / 32
+        // blocks (dm padded by 16 bytes for the paired-word reads), xq m · k bytes and xds m · k / 32
+        // float2, both 16-byte aligned, dst m · n floats.
+        unsafe { l.launch(cfg) }.map_err(driver)?;
+        Ok(())
+    })
+}
+
+/// m > 8 with float weights: the f32 SIMT tile (also the readable reference of the tiled GEMM).
 fn matmul_tile(cuda: &Cuda, x: &Tensor<Cuda>, w: &Weight<Cuda>, dst: &mut Tensor<Cuda>) -> Result<()> {
     let (m, n, k) = (x.rows as u32, w.rows as u32, w.cols as u32);
     let f = cuda.function(Module::Matmul(w.format), "matmul_tile")?;

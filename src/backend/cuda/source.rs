@@ -88,7 +88,7 @@ impl Module {
             Module::Attention => vec![file!("attention.cu")],
             Module::Argmax => vec![file!("argmax.cu")],
             Module::QuantizeQ8_1 => vec![file!("quantize_q8_1.cu")],
-            Module::Matmul(f) => vec![decoder(f), file!("matmul.cu")],
+            Module::Matmul(f) => vec![decoder(f), file!("matmul.cu"), file!("matmul_mma.cu")],
             Module::Embed(f) => vec![decoder(f), file!("embed.cu")],
         }
     }
