@@ -2,8 +2,10 @@
 //! m ≤ 8 (decode, small batches): a GEMV with warp-per-row(s); for quantized weights the
 //! activations are first quantized to int8 blocks (`cuda/quantize_q8_1.cu`) and the dot products
 //! use dp4a, as llama.cpp's MMVQ. m > 8 (prefill, batches, speculative verification): quantized
-//! weights go through int8 tensor cores on the same int8 activations (`cuda/matmul_mma.cu`, as
-//! llama.cpp's MMQ); float weights through a shared-memory tiled GEMM in f32 (`matmul_tile`).
+//! weights go through f16 tensor cores (`cuda/matmul_mma.cu`: exact integer quants, x rounded to
+//! f16, f32 accumulation, scales applied per block); float weights through a shared-memory tiled
+//! GEMM in f32 (`matmul_tile`). An int8 tensor-core variant (x quantized as for the GEMV) was ~3×
+//! faster than SIMT too, but its prefill error (NMSE 3e-3 on the reference model) failed the e2e tests.
 
 use cudarc::driver::{CudaViewMut, LaunchConfig, PushKernelArg};
 
@@ -100,26 +102,37 @@ fn with_q8_1(
     then(&mut xq, &mut xds)
 }
 
-/// m > 8 with quantized weights: int8 tensor cores (`cuda/matmul_mma.cu`) on the q8_1 activations.
+/// m > 8 with quantized weights: f16 tensor cores (`cuda/matmul_mma.cu`) on x rounded to f16.
 fn matmul_mma(cuda: &Cuda, x: &Tensor<Cuda>, w: &Weight<Cuda>, dst: &mut Tensor<Cuda>) -> Result<()> {
     let (m, n, k) = (x.rows as u32, w.rows as u32, w.cols as u32);
-    let f = cuda.function(Module::Matmul(w.format), "matmul_mma")?;
+    let module = Module::Matmul(w.format);
+    // Scratch: xh f16 [m][k], then xsum f32 [m][k/32] 16-byte aligned.
+    let total = x.len() as u64;
+    let xsum_at = (x.len() * 2).next_multiple_of(16);
+    let mut guard = cuda.scratch(&cuda.q8_scratch, xsum_at + x.len() / 32 * 4)?;
+    let scratch = guard.as_mut().expect("scratch allocated");
+    let (mut xh, mut xsum) = scratch.split_at_mut(xsum_at);
+    let prep = cuda.function(module, "matmul_mma_prep")?;
+    let mut l = cuda.stream.launch_builder(&prep);
+    l.arg(&x.buf.dev).arg(&mut xh).arg(&mut xsum).arg(&total);
+    // SAFETY: arguments match matmul_mma_prep in cuda/matmul_mma.cu; x holds total floats, xh
+    // total halves, xsum total / 32 floats (k is a multiple of 32 for quantized formats).
+    unsafe { l.launch(grid_1d(total, 256)?) }.map_err(driver)?;
+    let f = cuda.function(module, "matmul_mma")?;
     let cfg = LaunchConfig {
         grid_dim: (n.div_ceil(MMA_BN), m.div_ceil(MMA_BM), 1),
         block_dim: (256, 1, 1),
         shared_mem_bytes: 0,
     };
     let s = &w.storage;
-    with_q8_1(cuda, x, |xq, xds| {
-        let mut l = cuda.stream.launch_builder(&f);
-        l.arg(&s.qs).arg(&s.qh).arg(&s.dm).arg(xq).arg(xds).arg(&mut dst.buf.dev);
-        l.arg(&m).arg(&n).arg(&k);
-        // SAFETY: arguments match matmul_mma in cuda/matmul_mma.cu; the weight arrays hold n · k / 32
-        // blocks (dm padded by 16 bytes for the paired-word reads), xq m · k bytes and xds m · k / 32
-        // float2, both 16-byte aligned, dst m · n floats.
-        unsafe { l.launch(cfg) }.map_err(driver)?;
-        Ok(())
-    })
+    let mut l = cuda.stream.launch_builder(&f);
+    l.arg(&s.qs).arg(&s.qh).arg(&s.dm).arg(&mut xh).arg(&mut xsum).arg(&mut dst.buf.dev);
+    l.arg(&m).arg(&n).arg(&k);
+    // SAFETY: arguments match matmul_mma in cuda/matmul_mma.cu; the weight arrays hold n · k / 32
+    // blocks (dm padded by 16 bytes for the paired-word reads), xh m · k halves and xsum m · k / 32
+    // floats as written above (16-byte aligned), dst m · n floats.
+    unsafe { l.launch(cfg) }.map_err(driver)?;
+    Ok(())
 }
 
 /// m > 8 with float weights: the f32 SIMT tile (also the readable reference of the tiled GEMM).
