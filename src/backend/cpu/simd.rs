@@ -53,6 +53,22 @@ pub fn dot4(rows: [&[f32]; 4], v: &[f32]) -> [f32; 4] {
     rows.map(|r| portable::dot(r, v))
 }
 
+/// out[i][j] = dot(a[i], b[j]): 16 dot products, bit-identical to 16 [`dot`] calls, with each
+/// chunk of the eight rows loaded once (the batched matmul's micro-kernel; AVX-512 when present).
+#[inline]
+pub fn dot4x4(a: [&[f32]; 4], b: [&[f32]; 4]) -> [[f32; 4]; 4] {
+    let k = a[0].len();
+    for r in a.iter().chain(&b) {
+        assert_eq!(r.len(), k, "dot4x4: length mismatch");
+    }
+    #[cfg(target_arch = "x86_64")]
+    if *super::avx512::AVAILABLE {
+        // SAFETY: the CPU supports AVX-512F and FMA (checked at runtime); lengths are equal.
+        return unsafe { super::avx512::dot4x4(a, b) };
+    }
+    a.map(|r| dot4(b, r))
+}
+
 /// y[i] = a·x[i] + y[i], fused (one rounding), element by element.
 #[inline]
 pub fn axpy(a: f32, x: &[f32], y: &mut [f32]) {
