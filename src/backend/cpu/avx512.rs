@@ -206,15 +206,52 @@ pub unsafe fn dot4x4(a: [&[f32]; 4], b: [&[f32]; 4]) -> [[f32; 4]; 4] {
             }
         }
     }
-    std::array::from_fn(|i| {
-        std::array::from_fn(|j| {
+    // Plain loops, not closures over `acc`: a closure borrowing it made LLVM keep the 16
+    // accumulators in memory and store each one after every multiply-add.
+    let mut out = [[0.0f32; 4]; 4];
+    for i in 0..4 {
+        for j in 0..4 {
             let mut sum = reduce(acc[i][j]);
             for t in chunks * 16..k {
                 sum = a[i][t].mul_add(b[j][t], sum);
             }
-            sum
-        })
-    })
+            out[i][j] = sum;
+        }
+    }
+    out
+}
+
+/// out[i] = fma(p[j], src[at[j] + i], out[i]) for j in order, `out` held in registers 64 floats
+/// at a time (the element-wise arithmetic of one axpy per j, so the same bits).
+///
+/// # Safety
+/// The CPU has AVX-512F and FMA; p.len() == at.len(); src[at[j]..at[j] + out.len()] is in range.
+#[target_feature(enable = "avx512f,fma")]
+pub unsafe fn axpy_rows(p: &[f32], src: &[f32], at: &[usize], out: &mut [f32]) {
+    let d = out.len();
+    let mut i = 0;
+    while i + 64 <= d {
+        // SAFETY: i + 64 ≤ d, within out and within every row (the caller's contract).
+        unsafe {
+            let po = out.as_mut_ptr().add(i);
+            let mut acc: [__m512; 4] = std::array::from_fn(|c| _mm512_loadu_ps(po.add(16 * c)));
+            for (&pj, &a) in p.iter().zip(at) {
+                let (pv, row) = (_mm512_set1_ps(pj), src.as_ptr().add(a + i));
+                for c in 0..4 {
+                    acc[c] = _mm512_fmadd_ps(pv, _mm512_loadu_ps(row.add(16 * c)), acc[c]);
+                }
+            }
+            for c in 0..4 {
+                _mm512_storeu_ps(po.add(16 * c), acc[c]);
+            }
+        }
+        i += 64;
+    }
+    for (&pj, &a) in p.iter().zip(at) {
+        for t in i..d {
+            out[t] = pj.mul_add(src[a + t], out[t]);
+        }
+    }
 }
 
 #[cfg(test)]
