@@ -20,6 +20,10 @@ const PARAMS_BYTES: u64 = 64;
 /// Bind groups kept before the cache is cleared (buffer ids are never reused, so stale entries
 /// only hold memory).
 const MAX_BIND_GROUPS: usize = 4096;
+/// Storage bindings of the widest kernel (attention's 7), the size of the bind-group cache key.
+const MAX_BINDINGS: usize = 8;
+/// How long `wait` lets the device run before calling it hung (an error, never a stall).
+const WAIT_LIMIT: std::time::Duration = std::time::Duration::from_secs(120);
 
 /// Which optional device features to leave unused (`ULTRA_WGPU_DISABLE=subgroups,f16`).
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
@@ -52,6 +56,15 @@ pub struct GpuBuffer {
     pub(crate) mirror: Option<Vec<u32>>,
 }
 
+/// One dispatch to record: kernel variant, storage buffers (bindings 1, 2, …), parameters
+/// (binding 0) and grid.
+pub struct Job<'a> {
+    pub v: Variant,
+    pub bufs: &'a [&'a GpuBuffer],
+    pub params: &'a [u32],
+    pub groups: [u32; 3],
+}
+
 struct Compiled {
     pipeline: wgpu::ComputePipeline,
     layout: wgpu::BindGroupLayout,
@@ -68,7 +81,7 @@ struct Dispatch {
 struct State {
     pending: Vec<Dispatch>,
     params: Vec<u8>,
-    bind_groups: HashMap<(Variant, Vec<u64>), wgpu::BindGroup>,
+    bind_groups: HashMap<(Variant, [u64; MAX_BINDINGS]), wgpu::BindGroup>,
     staging: Option<wgpu::Buffer>,
 }
 
@@ -250,29 +263,50 @@ impl Context {
 
     /// Records one dispatch of `v` over `bufs` (bindings 1, 2, …) with `params` (binding 0).
     pub fn dispatch(&self, v: Variant, bufs: &[&GpuBuffer], params: &[u32], groups: [u32; 3]) -> Result<()> {
-        if groups.contains(&0) {
-            return Ok(());
-        }
+        self.dispatch_all(&[Job { v, bufs, params, groups }])
+    }
+
+    /// Records `jobs` back to back under one lock, so an op's dispatches that share a scratch
+    /// buffer are never interleaved with another thread's (wgpu orders the dispatches of one pass
+    /// with barriers wherever one writes what a later one reads).
+    pub fn dispatch_all(&self, jobs: &[Job]) -> Result<()> {
         let max = self.limits.max_compute_workgroups_per_dimension;
-        if groups.iter().any(|&g| g > max) {
-            return Err(Error::Unsupported {
-                op: v.kernel.stem(),
-                backend: "wgpu",
-                detail: format!("grid {groups:?} exceeds {max} workgroups per dimension"),
-            });
+        let mut compiled = Vec::with_capacity(jobs.len());
+        for job in jobs {
+            if job.groups.iter().any(|&g| g > max) {
+                return Err(Error::Unsupported {
+                    op: job.v.kernel.stem(),
+                    backend: "wgpu",
+                    detail: format!("grid {:?} exceeds {max} workgroups per dimension", job.groups),
+                });
+            }
+            compiled.push(self.compiled(job.v)?);
         }
-        let compiled = self.compiled(v)?;
         let mut state = self.state.lock().unwrap_or_else(|p| p.into_inner());
+        for (job, compiled) in jobs.iter().zip(&compiled) {
+            if job.groups.contains(&0) {
+                continue;
+            }
+            self.record(&mut state, job, compiled)?;
+        }
+        Ok(())
+    }
+
+    fn record(&self, state: &mut State, job: &Job, compiled: &Compiled) -> Result<()> {
         if state.params.len() as u64 + self.arena_stride > ARENA_BYTES {
-            self.flush_locked(&mut state, None)?;
+            self.flush_locked(state, None)?;
         }
         let offset = state.params.len();
-        state.params.extend(params.iter().flat_map(|p| p.to_le_bytes()));
+        state.params.extend(job.params.iter().flat_map(|p| p.to_le_bytes()));
         state.params.resize(offset + self.arena_stride as usize, 0);
         if state.bind_groups.len() > MAX_BIND_GROUPS {
             state.bind_groups.clear();
         }
-        let key = (v, bufs.iter().map(|b| b.id).collect::<Vec<_>>());
+        let mut ids = [0u64; MAX_BINDINGS];
+        for (id, b) in ids.iter_mut().zip(job.bufs) {
+            *id = b.id;
+        }
+        let key = (job.v, ids);
         let bind_group = match state.bind_groups.get(&key) {
             Some(bg) => bg.clone(),
             None => {
@@ -284,11 +318,11 @@ impl Context {
                         size: wgpu::BufferSize::new(PARAMS_BYTES),
                     }),
                 }];
-                for (i, b) in bufs.iter().enumerate() {
+                for (i, b) in job.bufs.iter().enumerate() {
                     entries.push(wgpu::BindGroupEntry { binding: i as u32 + 1, resource: b.buf.as_entire_binding() });
                 }
                 let bg = self.device.create_bind_group(&wgpu::BindGroupDescriptor {
-                    label: Some(v.kernel.stem()),
+                    label: Some(job.v.kernel.stem()),
                     layout: &compiled.layout,
                     entries: &entries,
                 });
@@ -297,7 +331,7 @@ impl Context {
             }
         };
         let pipeline = compiled.pipeline.clone();
-        state.pending.push(Dispatch { pipeline, bind_group, offset: offset as u32, groups });
+        state.pending.push(Dispatch { pipeline, bind_group, offset: offset as u32, groups: job.groups });
         Ok(())
     }
 
@@ -346,7 +380,9 @@ impl Context {
 
     /// Waits for all submitted work.
     pub fn wait(&self) -> Result<()> {
-        self.device.poll(wgpu::PollType::Wait { submission_index: None, timeout: None }).map_err(device_error)?;
+        self.device
+            .poll(wgpu::PollType::Wait { submission_index: None, timeout: Some(WAIT_LIMIT) })
+            .map_err(|e| device_error(format!("waiting for the GPU: {e}")))?;
         self.check_errors()
     }
 
