@@ -1,7 +1,9 @@
-//! Matmul: fused dequantize + matrix-vector products (`shaders/matmul.wgsl`). Decode (m = 1)
-//! runs one row of x per workgroup; larger batches run MB_BATCH rows per workgroup so each
-//! decoded weight is reused MB_BATCH times. Every lane sums in the same order in both, so a
-//! row's result is bit-identical whatever the batch (the trait's batch-invariance promise).
+//! Matmul: fused dequantize + matrix-vector products. Quantized weights run `matmul_vec.wgsl`
+//! (whole blocks per lane, four weight rows per subgroup team); float weights `matmul.wgsl`
+//! (8-value groups per lane). Decode (m = 1) runs one row of x per workgroup; larger batches run
+//! MB_BATCH rows per workgroup so each loaded weight is reused MB_BATCH times. Every lane sums in
+//! the same order in both, so a row's result is bit-identical whatever the batch (the trait's
+//! batch-invariance promise).
 
 use super::Wgpu;
 use super::kernels::{Kernel, VEC_WG, Variant};
