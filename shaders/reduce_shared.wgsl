@@ -18,3 +18,20 @@ fn row_sum(v: f32, lane: u32) -> f32 {
     workgroupBarrier(); // red is reused by the next call
     return total;
 }
+
+// row_sum4: row_sum of each component of a vec4 (four output rows at once), same tree.
+var<workgroup> red4: array<vec4<f32>, WG>;
+
+fn row_sum4(v: vec4<f32>, lane: u32) -> vec4<f32> {
+    red4[lane] = v;
+    workgroupBarrier();
+    for (var s = TPR / 2u; s > 0u; s >>= 1u) {
+        if (lane % TPR < s) {
+            red4[lane] += red4[lane + s];
+        }
+        workgroupBarrier();
+    }
+    let total = red4[lane - lane % TPR];
+    workgroupBarrier();
+    return total;
+}

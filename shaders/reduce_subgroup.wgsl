@@ -6,3 +6,8 @@
 fn row_sum(v: f32, lane: u32) -> f32 {
     return subgroupAdd(v);
 }
+
+// row_sum4: row_sum of each component of a vec4 (four output rows at once).
+fn row_sum4(v: vec4<f32>, lane: u32) -> vec4<f32> {
+    return subgroupAdd(v);
+}

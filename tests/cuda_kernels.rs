@@ -9,7 +9,7 @@ fn every_cuda_kernel_compiles_for_sm_90() {
     if !nvrtc_present() {
         let msg = "SKIPPED: no NVRTC (libnvrtc) found: CUDA kernels not compiled";
         assert!(std::env::var("ULTRA_REQUIRE_CUDA").as_deref() != Ok("1"), "{msg}");
-        eprintln!("{msg}");
+        let _ = std::io::Write::write_all(&mut std::io::stderr(), format!("{msg}\n").as_bytes()); // past the test harness's capture: a skip must be seen
         return;
     }
     let mut failures = Vec::new();

@@ -6,103 +6,69 @@ mod common;
 
 use std::sync::Arc;
 
+use common::suite::{CONTEXT, SuiteModel};
 use common::tiny::{TinySpec, tiny_gguf};
-use ultra::Cpu;
 use ultra::generate::sampler::{Sampler, SamplerConfig};
 use ultra::generate::{
-    Drafter, GenerateOptions, LookupDrafter, ModelDrafter, NgramDrafter, SpecOptions, generate, generate_speculative,
+    Drafter, GenerateOptions, LookupDrafter, ModelDrafter, NgramDrafter, SpecOptions, generate_speculative,
 };
-use ultra::gguf::Gguf;
 use ultra::kv_cache::CacheLayout;
 use ultra::model::{Batch, Llama, Runner};
-
-const CONTEXT: usize = 1024;
-
-fn prompt(name: &str) -> Vec<u32> {
-    let refs = common::load_json("smollm2/greedy.json");
-    let case = refs["prompts"].as_array().unwrap().iter().find(|c| c["name"] == name).unwrap().clone();
-    case["prompt_ids"].as_array().unwrap().iter().map(|x| x.as_u64().unwrap() as u32).collect()
-}
+use ultra::{Backend, Cpu};
 
 fn greedy_opts(max_tokens: usize) -> GenerateOptions {
     GenerateOptions { max_tokens, prefill_chunk: 512, eog: vec![0, 2] }
 }
 
-struct Target {
-    backend: Arc<Cpu>,
-    model: Arc<Llama<Cpu>>,
+fn greedy() -> Sampler {
+    Sampler::new(SamplerConfig::default()).unwrap()
 }
 
-impl Target {
-    fn load() -> Target {
-        let gguf = Gguf::open(&common::model_path()).unwrap();
-        let cpu = Cpu::new();
-        let model = Llama::load(&cpu, &gguf).unwrap();
-        Target { backend: Arc::new(cpu), model: Arc::new(model) }
-    }
-    fn runner(&self) -> Runner<Cpu> {
-        Runner::new(self.backend.clone(), self.model.clone(), CacheLayout::paged(16, CONTEXT / 8), CONTEXT).unwrap()
-    }
-    fn drafter(&self, mode: &str) -> Box<dyn Drafter> {
-        match mode {
-            // The target's first 10 of 30 layers and its head.
-            "self" => {
-                let r = Runner::with_depth(
-                    self.backend.clone(),
-                    self.model.clone(),
-                    CacheLayout::paged(16, CONTEXT / 16),
-                    CONTEXT,
-                    10,
-                );
-                Box::new(ModelDrafter::new(r.unwrap(), None, 512))
-            }
-            // A separate model with the same vocabulary (here the same file: drafts are then
-            // almost always right, which exercises long acceptances).
-            "model" => Box::new(ModelDrafter::new(self.runner(), None, 512)),
-            "ngram" => Box::new(NgramDrafter::new(3)),
-            "lookup" => Box::new(LookupDrafter::new(3)),
-            _ => unreachable!(),
+fn drafter<B: Backend>(m: &SuiteModel<B>, mode: &str) -> Box<dyn Drafter> {
+    match mode {
+        // The target's first third of its layers and its head.
+        "self" => {
+            let depth = (m.model.config.n_layers / 3).max(1);
+            let r = Runner::with_depth(
+                m.backend.clone(),
+                m.model.clone(),
+                CacheLayout::paged(16, CONTEXT / 16),
+                CONTEXT,
+                depth,
+            );
+            Box::new(ModelDrafter::new(r.unwrap(), None, 512))
         }
+        // A separate runner with the same vocabulary (here the same weights: drafts are then
+        // almost always right, which exercises long acceptances).
+        "model" => Box::new(ModelDrafter::new(m.runner(CacheLayout::paged(16, CONTEXT / 8)), None, 512)),
+        "ngram" => Box::new(NgramDrafter::new(3)),
+        "lookup" => Box::new(LookupDrafter::new(3)),
+        _ => unreachable!(),
     }
 }
 
-#[test]
-fn speculative_greedy_equals_plain_greedy_for_every_drafter_and_k() {
-    let target = Target::load();
-    let prompt = prompt("pub_prose_whitespace");
+fn speculative_greedy_equals_plain_greedy_for_every_drafter_and_k<B: Backend>(m: &SuiteModel<B>) {
+    let prompt = m.prompt("pub_prose_whitespace");
     let max_tokens = 24;
-    let mut runner = target.runner();
-    let seq = runner.cache.add_seq();
-    let plain = generate(
-        &mut runner,
-        seq,
-        &prompt,
-        &mut Sampler::new(SamplerConfig::default()).unwrap(),
-        &greedy_opts(max_tokens),
-        |_| Ok(()),
-    )
-    .unwrap();
+    let plain = m.solo(&prompt, max_tokens);
     for mode in ["lookup", "ngram", "self", "model"] {
         for k in 1..=8 {
-            let mut runner = target.runner();
+            let mut runner = m.runner(CacheLayout::paged(16, CONTEXT / 8));
             let seq = runner.cache.add_seq();
-            let mut drafter = target.drafter(mode);
+            let mut drafter = drafter(m, mode);
             let spec = SpecOptions { k, adaptive: false, k_max: 8 };
             let (out, stats) = generate_speculative(
                 &mut runner,
                 seq,
                 &prompt,
-                &mut Sampler::new(SamplerConfig::default()).unwrap(),
+                &mut greedy(),
                 &greedy_opts(max_tokens),
                 drafter.as_mut(),
                 spec,
                 |_| Ok(()),
             )
             .unwrap();
-            assert_eq!(
-                out.tokens, plain.tokens,
-                "{mode} k={k}: speculative greedy differs from plain greedy ({stats:?})"
-            );
+            m.assert_same_greedy(&prompt, &plain, &out.tokens, &format!("{mode} k={k} ({stats:?})"));
             assert_eq!(
                 runner.cache.seq_len(seq).unwrap(),
                 prompt.len() + out.tokens.len() - 1,
@@ -112,27 +78,27 @@ fn speculative_greedy_equals_plain_greedy_for_every_drafter_and_k() {
     }
 }
 
-#[test]
-fn prompt_lookup_accepts_most_drafts_on_a_repetitive_prompt() {
-    let target = Target::load();
-    let prompt = prompt("pub_long_repetitive_400");
-    let mut runner = target.runner();
+fn prompt_lookup_accepts_most_drafts_on_a_repetitive_prompt<B: Backend>(m: &SuiteModel<B>) {
+    if !m.real {
+        return; // a random model does not copy the passage, so there is nothing to look up
+    }
+    let prompt = m.prompt("pub_long_repetitive_400");
+    let mut runner = m.runner(CacheLayout::paged(16, CONTEXT / 8));
     let seq = runner.cache.add_seq();
-    let mut drafter = target.drafter("lookup");
+    let mut drafter = drafter(m, "lookup");
     let spec = SpecOptions { k: 8, adaptive: true, k_max: 12 };
-    let before = runner.forward_passes;
     let (out, stats) = generate_speculative(
         &mut runner,
         seq,
         &prompt,
-        &mut Sampler::new(SamplerConfig::default()).unwrap(),
+        &mut greedy(),
         &greedy_opts(48),
         drafter.as_mut(),
         spec,
         |_| Ok(()),
     )
     .unwrap();
-    let passes = runner.forward_passes - before;
+    let passes = runner.forward_passes;
     eprintln!(
         "lookup: {} tokens in {passes} target passes, acceptance {:.2}, {stats:?}",
         out.tokens.len(),
@@ -141,6 +107,21 @@ fn prompt_lookup_accepts_most_drafts_on_a_repetitive_prompt() {
     assert!(stats.acceptance_rate() > 0.6, "{stats:?}");
     assert!((passes as usize) * 2 < out.tokens.len(), "{passes} target passes for {} tokens", out.tokens.len());
 }
+
+macro_rules! speculative_suite {
+    ($name:ident, $what:literal, $require:literal, $make:expr, exact: $exact:expr, real: $real:expr) => {
+        backend_suite!($name, $what, $require, $make, exact: $exact, real: $real, [
+            speculative_greedy_equals_plain_greedy_for_every_drafter_and_k,
+            prompt_lookup_accepts_most_drafts_on_a_repetitive_prompt,
+        ]);
+    };
+}
+
+speculative_suite!(cpu, "cpu", "", Ok::<_, ultra::Error>(ultra::Cpu::new()), exact: true, real: |_| true);
+#[cfg(feature = "wgpu")]
+speculative_suite!(wgpu, "wgpu", "ULTRA_REQUIRE_WGPU", ultra::Wgpu::new(), exact: true, real: |b: &ultra::Wgpu| !b.is_software());
+#[cfg(feature = "cuda")]
+speculative_suite!(cuda, "CUDA", "ULTRA_REQUIRE_CUDA", ultra::Cuda::new(0), exact: false, real: |_| true);
 
 /// Target's exact distribution of the second generated token, Σ_t1 p(t1) · p(t2 | t1), at temperature 1.
 fn second_token_distribution(runner: &mut Runner<Cpu>, prompt: &[u32], vocab: usize) -> Vec<f64> {
@@ -164,6 +145,7 @@ fn second_token_distribution(runner: &mut Runner<Cpu>, prompt: &[u32], vocab: us
     p2
 }
 
+/// The verifier runs on the host, the same for every backend: checked on the CPU.
 #[test]
 fn speculative_sampling_preserves_the_target_distribution() {
     let spec_t = TinySpec { logit_scale: 0.7, ..TinySpec::default() };

@@ -152,7 +152,11 @@ impl<B: Backend> Runner<B> {
         be.write_u32(&mut a.batch.slot, &h.slot)?;
         be.write_u32(&mut a.batch.block_table, &h.table)?;
         be.write_u32(&mut a.logit_rows, &h.logit_rows)?;
-        self.model.forward(be, &mut self.cache, a)?;
+        // The CPU backend forks and joins on rayon's pool a few hundred times per pass. Run from a
+        // pool thread, each fork is a local push that this thread helps finish; run from outside,
+        // each would be an injection into the pool plus a sleep and wake-up of the caller.
+        let (model, cache) = (&self.model, &mut self.cache);
+        rayon::scope(|_| model.forward(be, cache, a))?;
         self.forward_passes += 1;
         Ok(())
     }

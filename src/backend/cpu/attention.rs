@@ -2,10 +2,12 @@
 //!
 //! attention: one rayon task per (token, head). Position j of the token's sequence is read at
 //! slot block_table[seq][j / block_size] · block_size + j % block_size; scores are
-//! scale · dot(q, k_j) (simd.rs order), combined by an online softmax over j = 0..=pos in
-//! order. Nothing depends on the other tokens of the batch or on where the blocks live, so a
+//! scale · dot(q, k_j) (simd.rs order), combined by a softmax over j = 0..=pos in a fixed
+//! order (see `Plan::head`). Nothing depends on the other tokens of the batch or on where the blocks live, so a
 //! batch equals one-token calls and paged equals contiguous, bit for bit. Every index read from
 //! a u32 tensor is checked.
+
+use std::cell::RefCell;
 
 use rayon::prelude::*;
 
@@ -116,37 +118,78 @@ pub fn attention(
     })
 }
 
+thread_local! {
+    /// Scores, then probabilities, of the current (token, head) over its positions: [n_pos].
+    static SCORES: RefCell<Vec<f32>> = const { RefCell::new(Vec::new()) };
+    /// Offset of each position's K/V row (this head's columns) in the cache: [n_pos].
+    static ROWS: RefCell<Vec<usize>> = const { RefCell::new(Vec::new()) };
+}
+
+/// Σ xs in 16 lanes (lane l takes elements 16c + l in order), lanes by the tree (l, l+8) →
+/// (l, l+4) → (l, l+2) → (0, 1), then the tail in order: a fixed order that vectorizes.
+fn lane_sum(xs: &[f32]) -> f32 {
+    let mut acc = [0.0f32; 16];
+    let mut chunks = xs.chunks_exact(16);
+    for c in &mut chunks {
+        for l in 0..16 {
+            acc[l] += c[l];
+        }
+    }
+    let s8: [f32; 8] = std::array::from_fn(|l| acc[l] + acc[l + 8]);
+    let s4: [f32; 4] = std::array::from_fn(|l| s8[l] + s8[l + 4]);
+    let mut sum = (s4[0] + s4[2]) + (s4[1] + s4[3]);
+    for &x in chunks.remainder() {
+        sum += x;
+    }
+    sum
+}
+
 impl Plan<'_> {
     /// out = softmax-weighted sum of V over positions 0..=pos[t] of `seq`, for query head h of token t.
+    ///
+    /// Two passes over the positions, in order: the scores s_j = scale · dot(q, k_j) into scratch;
+    /// then p_j = e^(s_j − max_j s_j) (the maximum gets exactly 1), denom = lane_sum(p), and
+    /// out = (Σ_j p_j · v_j) / denom by fused axpys in order of j. A plain (not online) softmax:
+    /// one exponential per position, vectorized, and no rescaling of `out`.
     fn head(&self, t: usize, h: usize, seq: usize, out: &mut [f32]) -> Result<()> {
         let AttnShape { n_heads, n_kv_heads, head_dim, scale } = self.shape;
         let kv_dim = n_kv_heads * head_dim;
         let kv_col = (h / (n_heads / n_kv_heads)) * head_dim;
         let q = &self.q[(t * n_heads + h) * head_dim..][..head_dim];
-        let blocks = &self.table[seq * self.max_blocks..(seq + 1) * self.max_blocks];
         let n_pos = self.pos[t] as usize + 1;
-        let (mut max, mut denom) = (f32::NEG_INFINITY, 0.0f32);
-        out.fill(0.0);
+        SCORES.with_borrow_mut(|scores| {
+            ROWS.with_borrow_mut(|rows| {
+                rows.clear();
+                self.for_each_slot(seq, n_pos, |slot| rows.push(slot * kv_dim + kv_col))?;
+                let k_row = |at: usize| &self.k[at..at + head_dim];
+                scores.clear();
+                let mut groups = rows.chunks_exact(4);
+                for g in &mut groups {
+                    // dot4 is bit-identical to four dot calls, and dot is symmetric.
+                    let d = simd::dot4([k_row(g[0]), k_row(g[1]), k_row(g[2]), k_row(g[3])], q);
+                    scores.extend(d.map(|d| scale * d));
+                }
+                scores.extend(groups.remainder().iter().map(|&at| scale * simd::dot(q, k_row(at))));
+                let max = scores.iter().fold(f32::NEG_INFINITY, |m, &s| if s > m { s } else { m });
+                scores.iter_mut().for_each(|s| *s -= max);
+                simd::exp_in_place(scores);
+                let denom = lane_sum(scores);
+                out.fill(0.0);
+                simd::axpy_rows(scores, self.v, rows, out);
+                out.iter_mut().for_each(|o| *o /= denom);
+                Ok(())
+            })
+        })
+    }
+
+    /// Calls `f(slot)` for positions 0..n_pos of `seq` in order, each block checked once.
+    fn for_each_slot(&self, seq: usize, n_pos: usize, mut f: impl FnMut(usize)) -> Result<()> {
+        let blocks = &self.table[seq * self.max_blocks..(seq + 1) * self.max_blocks];
         for (b, start) in (0..n_pos).step_by(self.block_size).enumerate() {
             let count = self.block_size.min(n_pos - start);
             let base = self.block_base(seq, b, blocks, count)?;
-            for slot in base..base + count {
-                let k = &self.k[slot * kv_dim + kv_col..][..head_dim];
-                let v = &self.v[slot * kv_dim + kv_col..][..head_dim];
-                let score = scale * simd::dot(q, k);
-                if score > max {
-                    // Rescale what was accumulated under the old maximum (e^-inf = 0 at the start).
-                    let correction = (max - score).exp();
-                    denom *= correction;
-                    out.iter_mut().for_each(|o| *o *= correction);
-                    max = score;
-                }
-                let p = (score - max).exp();
-                denom += p;
-                simd::axpy(p, v, out);
-            }
+            (base..base + count).for_each(&mut f);
         }
-        out.iter_mut().for_each(|o| *o /= denom);
         Ok(())
     }
 

@@ -1,9 +1,13 @@
 //! matmul on the CPU: dst[m, n] = Σ_k x[m, k] · w[n, k], weights read in place in any format.
 //!
-//! Work split: rayon tasks own tiles of TILE_N output columns (weight rows). A task dequantizes
-//! its weight rows once into thread-local scratch (F32 rows aligned in memory are read directly),
-//! then computes every dot product of the tile with [`simd::dot4`] / [`simd::dot`]. Each output is
-//! one `dot(x[m], w[n])` in the fixed order of simd.rs, whatever m or the tiling: batch invariant.
+//! Work split: rayon tasks own tiles of TILE_N output columns (weight rows). Two ways to compute
+//! a tile, with the same bits (each output is one `dot(x[i], dequantize(w[j]))` in the fixed
+//! order of simd.rs, whatever m, the tiling or the path: batch invariant):
+//! - few activation rows (decode) on AVX-512 with a quantized weight: [`avx512::dot_quant`]
+//!   decodes each weight block in registers, so the weights are read once and never stored;
+//! - otherwise the task dequantizes its weight rows once into thread-local scratch (F32 rows
+//!   aligned in memory are read directly) and runs every dot product of the tile with
+//!   [`simd::dot4x4`] / [`simd::dot4`] / [`simd::dot`], sharing the tile across all m rows.
 
 use std::cell::RefCell;
 
@@ -14,12 +18,19 @@ use crate::error::Result;
 use crate::quant::Format;
 
 use super::buffer::{CpuWeight, f32s, f32s_mut, weight_storage};
+#[cfg(target_arch = "x86_64")]
+use super::avx512;
 use super::dequant::dequantize_row_fast;
 use super::{Cpu, simd};
 
-/// Weight rows per task: enough work to amortize scheduling, small enough to balance 2–64 cores
-/// (1536 columns → 192 tasks) and to keep the dequantized tile in L2 (8 · k floats).
-const TILE_N: usize = 8;
+/// Weight rows per task: enough work to amortize scheduling (a 576 × 576 decode matmul is only
+/// ~10 µs in all), small enough to balance 2–16 cores (576 columns → 18 tasks) and to keep the
+/// dequantized tile in L2 (32 · k floats, 192 KiB at k = 1536).
+const TILE_N: usize = 32;
+
+/// Below this many activation rows the fused kernel decodes each weight block once per row;
+/// from it on, dequantizing the tile once and sharing it across the rows is cheaper.
+const FUSED_MAX_M: usize = 4;
 
 /// 16 floats on a 64-byte boundary: scratch rows start on cache lines, so no SIMD load splits one.
 #[derive(Clone, Copy, bytemuck::Pod, bytemuck::Zeroable)]
@@ -68,6 +79,15 @@ pub fn matmul(x: &Tensor<Cpu>, w: &Weight<Cpu>, dst: &mut Tensor<Cpu>) -> Result
         return Ok(());
     }
     let out = Columns { ptr: dst.as_mut_ptr(), len: dst.len() };
+    #[cfg(target_arch = "x86_64")]
+    if m < FUSED_MAX_M && avx512::handles(storage.format()) {
+        (0..n.div_ceil(TILE_N)).into_par_iter().for_each(|tile| {
+            let (n0, n1) = (tile * TILE_N, ((tile + 1) * TILE_N).min(n));
+            // SAFETY: this task is the only one writing columns n0..n1 of dst.
+            unsafe { fused_tile(storage, x, m, k, n, n0..n1, &out) };
+        });
+        return Ok(());
+    }
     (0..n.div_ceil(TILE_N)).into_par_iter().for_each(|tile| {
         let (n0, n1) = (tile * TILE_N, ((tile + 1) * TILE_N).min(n));
         SCRATCH.with_borrow_mut(|scratch| {
@@ -77,6 +97,28 @@ pub fn matmul(x: &Tensor<Cpu>, w: &Weight<Cpu>, dst: &mut Tensor<Cpu>) -> Result
         });
     });
     Ok(())
+}
+
+/// dst[i, j] = dot(x[i], dequantize(w[j])) for j in `cols`, decoding blocks in registers.
+///
+/// # Safety
+/// No other thread may touch columns `cols` of `out` meanwhile.
+#[cfg(target_arch = "x86_64")]
+unsafe fn fused_tile(w: &CpuWeight, x: &[f32], m: usize, k: usize, n: usize, cols: std::ops::Range<usize>, out: &Columns) {
+    let mut values = [0.0f32; 4];
+    for i in 0..m {
+        let x_i = &x[i * k..(i + 1) * k];
+        for j0 in cols.clone().step_by(4) {
+            let group = j0..(j0 + 4).min(cols.end);
+            let rows: [&[u8]; 4] = std::array::from_fn(|r| w.row((j0 + r).min(group.end - 1)));
+            let values = &mut values[..group.len()];
+            avx512::dot_quant(w.format(), &rows[..group.len()], x_i, values);
+            for (j, &v) in group.zip(values.iter()) {
+                // SAFETY: column j belongs to this task (the caller's contract).
+                unsafe { out.write(i * n + j, v) };
+            }
+        }
+    }
 }
 
 /// The f32 values of weight rows `range` (≤ TILE_N of them): borrowed from the weight bytes
@@ -103,6 +145,11 @@ fn weight_rows<'a>(
     }
     let floats: &mut [f32] = bytemuck::cast_slice_mut(scratch.as_mut_slice());
     for (chunk, r) in floats.chunks_exact_mut(lines_per_row * 16).zip(range.clone()) {
+        #[cfg(target_arch = "x86_64")]
+        if avx512::handles(w.format()) {
+            avx512::dequantize_row(w.format(), w.row(r), &mut chunk[..k]);
+            continue;
+        }
         dequantize_row_fast(w.format(), w.row(r), &mut chunk[..k]);
     }
     let floats: &[f32] = floats;
@@ -114,20 +161,45 @@ fn weight_rows<'a>(
 
 /// dst[i, n0 + j] = dot(x[i], w_rows[j]) for every row i of x.   x: [m, k]; w_rows: ≤ TILE_N rows of k
 ///
-/// One activation row against four weight rows at a time: the four weight rows are the streamed
-/// operand (64-byte aligned in scratch), the activation row is loaded once per chunk for four
-/// outputs. `dot4` is bit-identical to four `dot` calls, so the grouping never shows.
+/// Blocks of 4 activation rows × 4 weight rows go through `dot4x4` (each chunk of the eight rows
+/// loaded once for four products; the tile stays in L2, the 4 activation rows in L1); leftover
+/// rows and columns use `dot4` / `dot`. All are bit-identical to `dot`, so the grouping never shows.
 ///
 /// # Safety
 /// No other thread may touch columns n0..n0 + w_rows.len() of `out` meanwhile.
 unsafe fn tile_dots(x: &[f32], m: usize, k: usize, n: usize, n0: usize, w_rows: &[&[f32]], out: &Columns) {
-    for i in 0..m {
-        let x_i = &x[i * k..(i + 1) * k];
+    let x_row = |i: usize| &x[i * k..(i + 1) * k];
+    let mut i = 0;
+    while i + 4 <= m {
+        let xs = [x_row(i), x_row(i + 1), x_row(i + 2), x_row(i + 3)];
+        let mut groups = w_rows.chunks_exact(4);
+        let mut j = n0;
+        for g in &mut groups {
+            let values = simd::dot4x4(xs, [g[0], g[1], g[2], g[3]]);
+            for (r, row) in values.iter().enumerate() {
+                for (c, &value) in row.iter().enumerate() {
+                    // SAFETY: column j + c < n0 + w_rows.len() belongs to this task (the caller's contract).
+                    unsafe { out.write((i + r) * n + j + c, value) };
+                }
+            }
+            j += 4;
+        }
+        for w_row in groups.remainder() {
+            for (r, value) in simd::dot4(xs, w_row).into_iter().enumerate() {
+                // SAFETY: as above.
+                unsafe { out.write((i + r) * n + j, value) };
+            }
+            j += 1;
+        }
+        i += 4;
+    }
+    for i in i..m {
+        let x_i = x_row(i);
         let mut groups = w_rows.chunks_exact(4);
         let mut j = n0;
         for g in &mut groups {
             for (r, value) in simd::dot4([g[0], g[1], g[2], g[3]], x_i).into_iter().enumerate() {
-                // SAFETY: column j + r < n0 + w_rows.len() belongs to this task (the caller's contract).
+                // SAFETY: as above.
                 unsafe { out.write(i * n + j + r, value) };
             }
             j += 4;

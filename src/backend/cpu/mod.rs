@@ -3,6 +3,8 @@
 //! and simd.rs holds the inner loops that fix every reduction's order.
 
 mod attention;
+#[cfg(target_arch = "x86_64")]
+mod avx512;
 mod buffer;
 mod dequant;
 mod elementwise;

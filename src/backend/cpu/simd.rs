@@ -53,6 +53,22 @@ pub fn dot4(rows: [&[f32]; 4], v: &[f32]) -> [f32; 4] {
     rows.map(|r| portable::dot(r, v))
 }
 
+/// out[i][j] = dot(a[i], b[j]): 16 dot products, bit-identical to 16 [`dot`] calls, with each
+/// chunk of the eight rows loaded once (the batched matmul's micro-kernel; AVX-512 when present).
+#[inline]
+pub fn dot4x4(a: [&[f32]; 4], b: [&[f32]; 4]) -> [[f32; 4]; 4] {
+    let k = a[0].len();
+    for r in a.iter().chain(&b) {
+        assert_eq!(r.len(), k, "dot4x4: length mismatch");
+    }
+    #[cfg(target_arch = "x86_64")]
+    if *super::avx512::AVAILABLE {
+        // SAFETY: the CPU supports AVX-512F and FMA (checked at runtime); lengths are equal.
+        return unsafe { super::avx512::dot4x4(a, b) };
+    }
+    a.map(|r| dot4(b, r))
+}
+
 /// y[i] = a·x[i] + y[i], fused (one rounding), element by element.
 #[inline]
 pub fn axpy(a: f32, x: &[f32], y: &mut [f32]) {
@@ -63,6 +79,76 @@ pub fn axpy(a: f32, x: &[f32], y: &mut [f32]) {
         return unsafe { avx2::axpy(a, x, y) };
     }
     y.iter_mut().zip(x).for_each(|(y, &x)| *y = a.mul_add(x, *y));
+}
+
+/// out[i] = fma(p[j], src[at[j] + i], out[i]) for j = 0, 1, … in order: the same bits as one
+/// [`axpy`] per j, but with `out` kept in registers across all j (AVX-512 when present).
+/// Panics if some src[at[j]..at[j] + out.len()] is out of range or the lengths of p and at differ.
+pub fn axpy_rows(p: &[f32], src: &[f32], at: &[usize], out: &mut [f32]) {
+    assert_eq!(p.len(), at.len(), "axpy_rows: length mismatch");
+    for &a in at {
+        assert!(a.checked_add(out.len()).is_some_and(|end| end <= src.len()), "axpy_rows: row out of range");
+    }
+    #[cfg(target_arch = "x86_64")]
+    if *super::avx512::AVAILABLE {
+        // SAFETY: the CPU supports AVX-512F and FMA (checked at runtime); every row is in range.
+        return unsafe { super::avx512::axpy_rows(p, src, at, out) };
+    }
+    for (&p, &a) in p.iter().zip(at) {
+        axpy(p, &src[a..a + out.len()], out);
+    }
+}
+
+/// x = e^x for every element, in place: Cephes' expf (n = round(x·log2 e), r = x − n·ln 2 in two
+/// parts, a degree-6 polynomial in r, times 2^n by building the exponent bits); within ~1 ulp of
+/// e^x for x in [−87, 88], inputs are clamped to that range (attention feeds x ≤ 0, where
+/// e^−87 ≈ 0 is as good as 0), NaN stays NaN. Plain f32 operations and fused multiply-adds per
+/// element, so the vectorized builds chosen at runtime give the bits of the scalar one.
+pub fn exp_in_place(xs: &mut [f32]) {
+    #[cfg(target_arch = "x86_64")]
+    if *super::avx512::AVAILABLE {
+        // SAFETY: the CPU supports AVX-512F and FMA (checked at runtime).
+        return unsafe { exp_avx512(xs) };
+    }
+    #[cfg(target_arch = "x86_64")]
+    if *USE_AVX2_FMA {
+        // SAFETY: the CPU supports AVX2 and FMA (checked at runtime).
+        return unsafe { exp_avx2(xs) };
+    }
+    xs.iter_mut().for_each(|x| *x = exp(*x));
+}
+
+#[cfg(target_arch = "x86_64")]
+#[target_feature(enable = "avx512f,fma")]
+unsafe fn exp_avx512(xs: &mut [f32]) {
+    xs.iter_mut().for_each(|x| *x = exp(*x));
+}
+
+#[cfg(target_arch = "x86_64")]
+#[target_feature(enable = "avx2,fma")]
+unsafe fn exp_avx2(xs: &mut [f32]) {
+    xs.iter_mut().for_each(|x| *x = exp(*x));
+}
+
+/// One element of [`exp_in_place`] (inlined into each target's loop so it vectorizes there).
+#[inline(always)]
+fn exp(x: f32) -> f32 {
+    const LOG2E: f32 = std::f32::consts::LOG2_E;
+    const LN2_HI: f32 = 0.693_359_4; // ln 2 split so n·LN2_HI is exact for |n| ≤ 128
+    const LN2_LO: f32 = -2.121_944_4e-4;
+    const ROUND: f32 = 12_582_912.0; // 1.5 · 2^23: adding and subtracting it rounds to an integer
+    // Comparisons written so that NaN falls through both clamps.
+    let x = if x < -87.0 { -87.0 } else if x > 88.0 { 88.0 } else { x };
+    let n = (x * LOG2E + ROUND) - ROUND;
+    let r = n.mul_add(-LN2_LO, n.mul_add(-LN2_HI, x));
+    let mut p = 1.987_569_2e-4f32;
+    p = p.mul_add(r, 1.398_199_9e-3);
+    p = p.mul_add(r, 8.333_452e-3);
+    p = p.mul_add(r, 4.166_579_6e-2);
+    p = p.mul_add(r, 1.666_666_5e-1);
+    p = p.mul_add(r, 5.000_000_1e-1);
+    let y = p.mul_add(r * r, r) + 1.0;
+    y * f32::from_bits(((n as i32 + 127) as u32) << 23)
 }
 
 /// The portable path: plain loops over fixed-size lane arrays, which LLVM vectorizes where the
@@ -204,6 +290,37 @@ mod tests {
                 assert_eq!(got[r].to_bits(), portable::dot(&rows[r], &b).to_bits(), "n = {n}, row {r}");
                 assert_eq!(got[r].to_bits(), portable::dot(&b, &rows[r]).to_bits(), "dot is symmetric");
             }
+        }
+    }
+
+    #[test]
+    fn exp_is_accurate_and_the_same_on_every_path() {
+        let xs: Vec<f32> = (0..2000).map(|i| -87.0 + i as f32 * 0.0875).chain([0.0, -0.0, -1e-8, f32::NAN]).collect();
+        let mut fast = xs.clone();
+        exp_in_place(&mut fast);
+        for (&x, &y) in xs.iter().zip(&fast) {
+            assert_eq!(y.to_bits(), exp(x).to_bits(), "x = {x}: dispatched exp differs from scalar");
+            if x.is_nan() {
+                assert!(y.is_nan());
+                continue;
+            }
+            let exact = (x as f64).exp();
+            assert!(((y as f64) - exact).abs() <= exact * 4e-7, "exp({x}) = {y}, want {exact}");
+        }
+        assert_eq!(exp(0.0), 1.0);
+    }
+
+    #[test]
+    fn axpy_rows_equals_one_axpy_per_row() {
+        for d in [1, 64, 100] {
+            let (src, p) = (values(10 * d, 5), values(7, 6));
+            let at: Vec<usize> = [9, 0, 3, 3, 8, 1, 5].iter().map(|r| r * d).collect();
+            let (mut fast, mut slow) = (values(d, 7), values(d, 7));
+            axpy_rows(&p, &src, &at, &mut fast);
+            for (&p, &a) in p.iter().zip(&at) {
+                axpy(p, &src[a..a + d], &mut slow);
+            }
+            assert_eq!(fast, slow, "d = {d}");
         }
     }
 

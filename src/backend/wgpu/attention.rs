@@ -4,6 +4,7 @@
 //! large batches (prefill) get one chunk per (token, head), the plain causal online softmax.
 
 use super::Wgpu;
+use super::context::Job;
 use super::kernels::{Kernel, Variant};
 use crate::backend::{AttnBatch, AttnShape, DType, KvLayer, Tensor, expect_shape};
 use crate::error::{Error, Result};
@@ -40,12 +41,16 @@ pub fn copy_slots(be: &Wgpu, cache: &mut KvLayer<Wgpu>, src: usize, dst: usize, 
     // A buffer cannot be bound twice in one dispatch: copy through scratch (src → scratch → dst).
     let len = n * kv_dim;
     let scratch = be.ctx.scratch((len * 4) as u64)?;
-    let v = Variant::plain(Kernel::CopySlots);
-    for t in [&cache.k, &cache.v] {
-        be.ctx.dispatch(v, &[&t.buf, &*scratch], &[len as u32, (src * kv_dim) as u32, 0], be.ctx.grid_1d(len))?;
-        be.ctx.dispatch(v, &[&*scratch, &t.buf], &[len as u32, 0, (dst * kv_dim) as u32], be.ctx.grid_1d(len))?;
-    }
-    Ok(())
+    let (v, groups) = (Variant::plain(Kernel::CopySlots), be.ctx.grid_1d(len));
+    let (from, to) = ([len as u32, (src * kv_dim) as u32, 0], [len as u32, 0, (dst * kv_dim) as u32]);
+    let (k_out, k_in) = ([&cache.k.buf, &*scratch], [&*scratch, &cache.k.buf]);
+    let (v_out, v_in) = ([&cache.v.buf, &*scratch], [&*scratch, &cache.v.buf]);
+    be.ctx.dispatch_all(&[
+        Job { v, bufs: &k_out, params: &from, groups },
+        Job { v, bufs: &k_in, params: &to, groups },
+        Job { v, bufs: &v_out, params: &from, groups },
+        Job { v, bufs: &v_in, params: &to, groups },
+    ])
 }
 
 pub fn attention(
@@ -88,10 +93,16 @@ pub fn attention(
     ];
     let bufs = [&q.buf, &cache.k.buf, &cache.v.buf, &batch.seq.buf, &batch.pos.buf, &batch.block_table.buf, &*part];
     let groups = [n_chunks as u32, shape.n_heads as u32, n_tokens as u32];
-    be.ctx.dispatch(Variant::plain(Kernel::Attention), &bufs, &params, groups)?;
-    let params = [shape.n_heads as u32, hd as u32, n_chunks as u32];
-    let groups = [shape.n_heads as u32, n_tokens as u32, 1];
-    be.ctx.dispatch(Variant::plain(Kernel::AttentionCombine), &[&*part, &dst.buf], &params, groups)
+    let combine = [shape.n_heads as u32, hd as u32, n_chunks as u32];
+    be.ctx.dispatch_all(&[
+        Job { v: Variant::plain(Kernel::Attention), bufs: &bufs, params: &params, groups },
+        Job {
+            v: Variant::plain(Kernel::AttentionCombine),
+            bufs: &[&*part, &dst.buf],
+            params: &combine,
+            groups: [shape.n_heads as u32, n_tokens as u32, 1],
+        },
+    ])
 }
 
 /// Rejects, from the host copies of the batch tensors, a sequence without a block-table row, a

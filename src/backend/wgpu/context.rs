@@ -20,6 +20,10 @@ const PARAMS_BYTES: u64 = 64;
 /// Bind groups kept before the cache is cleared (buffer ids are never reused, so stale entries
 /// only hold memory).
 const MAX_BIND_GROUPS: usize = 4096;
+/// Storage bindings of the widest kernel (attention's 7), the size of the bind-group cache key.
+const MAX_BINDINGS: usize = 8;
+/// How long `wait` lets the device run before calling it hung (an error, never a stall).
+const WAIT_LIMIT: std::time::Duration = std::time::Duration::from_secs(120);
 
 /// Which optional device features to leave unused (`ULTRA_WGPU_DISABLE=subgroups,f16`).
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
@@ -52,12 +56,22 @@ pub struct GpuBuffer {
     pub(crate) mirror: Option<Vec<u32>>,
 }
 
+/// One dispatch to record: kernel variant, storage buffers (bindings 1, 2, …), parameters
+/// (binding 0) and grid.
+pub struct Job<'a> {
+    pub v: Variant,
+    pub bufs: &'a [&'a GpuBuffer],
+    pub params: &'a [u32],
+    pub groups: [u32; 3],
+}
+
 struct Compiled {
     pipeline: wgpu::ComputePipeline,
     layout: wgpu::BindGroupLayout,
 }
 
 struct Dispatch {
+    v: Variant,
     pipeline: wgpu::ComputePipeline,
     bind_group: wgpu::BindGroup,
     offset: u32,
@@ -68,7 +82,7 @@ struct Dispatch {
 struct State {
     pending: Vec<Dispatch>,
     params: Vec<u8>,
-    bind_groups: HashMap<(Variant, Vec<u64>), wgpu::BindGroup>,
+    bind_groups: HashMap<(Variant, [u64; MAX_BINDINGS]), wgpu::BindGroup>,
     staging: Option<wgpu::Buffer>,
 }
 
@@ -88,7 +102,22 @@ pub struct Context {
     next_id: AtomicU64,
     pub(crate) transfers: AtomicU64,
     pub(crate) scratch: Mutex<Option<Arc<GpuBuffer>>>,
+    profiler: Option<Profiler>,
 }
+
+/// `ULTRA_WGPU_PROFILE=1` (adapters with timestamp queries): every dispatch gets its own pass
+/// with GPU timestamps, each flush waits for them, and dropping the context prints the GPU time
+/// per kernel variant on stderr. Slow (no overlap between dispatches); for finding hot kernels.
+struct Profiler {
+    queries: wgpu::QuerySet,
+    resolve: wgpu::Buffer,
+    readback: wgpu::Buffer,
+    period_ns: f64,
+    totals: Mutex<HashMap<String, (f64, u64)>>,
+}
+
+/// Dispatches timed per flush (two queries each); later ones in the same flush are not timed.
+const PROFILED: usize = 2048;
 
 fn unavailable(reason: impl ToString) -> Error {
     Error::DeviceUnavailable { backend: "wgpu", reason: reason.to_string() }
@@ -120,6 +149,11 @@ impl Context {
         if available.contains(wgpu::Features::SHADER_F16) && !options.disable_f16 {
             features |= wgpu::Features::SHADER_F16;
         }
+        let profile = std::env::var("ULTRA_WGPU_PROFILE").as_deref() == Ok("1")
+            && available.contains(wgpu::Features::TIMESTAMP_QUERY);
+        if profile {
+            features |= wgpu::Features::TIMESTAMP_QUERY;
+        }
         let limits = adapter.limits();
         let (device, queue) = pollster::block_on(adapter.request_device(&wgpu::DeviceDescriptor {
             label: Some("ultra"),
@@ -141,7 +175,30 @@ impl Context {
             mapped_at_creation: false,
         });
         let subgroup_size = features.contains(wgpu::Features::SUBGROUP).then_some(info.subgroup_min_size);
+        let profiler = profile.then(|| {
+            let bytes = (PROFILED * 16) as u64;
+            let buffer = |label, usage| {
+                device.create_buffer(&wgpu::BufferDescriptor {
+                    label: Some(label),
+                    size: bytes,
+                    usage,
+                    mapped_at_creation: false,
+                })
+            };
+            Profiler {
+                queries: device.create_query_set(&wgpu::QuerySetDescriptor {
+                    label: Some("profile"),
+                    ty: wgpu::QueryType::Timestamp,
+                    count: (PROFILED * 2) as u32,
+                }),
+                resolve: buffer("profile resolve", wgpu::BufferUsages::QUERY_RESOLVE | wgpu::BufferUsages::COPY_SRC),
+                readback: buffer("profile readback", wgpu::BufferUsages::MAP_READ | wgpu::BufferUsages::COPY_DST),
+                period_ns: queue.get_timestamp_period() as f64,
+                totals: Mutex::default(),
+            }
+        });
         Ok(Context {
+            profiler,
             device,
             queue,
             info,
@@ -250,29 +307,50 @@ impl Context {
 
     /// Records one dispatch of `v` over `bufs` (bindings 1, 2, …) with `params` (binding 0).
     pub fn dispatch(&self, v: Variant, bufs: &[&GpuBuffer], params: &[u32], groups: [u32; 3]) -> Result<()> {
-        if groups.contains(&0) {
-            return Ok(());
-        }
+        self.dispatch_all(&[Job { v, bufs, params, groups }])
+    }
+
+    /// Records `jobs` back to back under one lock, so an op's dispatches that share a scratch
+    /// buffer are never interleaved with another thread's (wgpu orders the dispatches of one pass
+    /// with barriers wherever one writes what a later one reads).
+    pub fn dispatch_all(&self, jobs: &[Job]) -> Result<()> {
         let max = self.limits.max_compute_workgroups_per_dimension;
-        if groups.iter().any(|&g| g > max) {
-            return Err(Error::Unsupported {
-                op: v.kernel.stem(),
-                backend: "wgpu",
-                detail: format!("grid {groups:?} exceeds {max} workgroups per dimension"),
-            });
+        let mut compiled = Vec::with_capacity(jobs.len());
+        for job in jobs {
+            if job.groups.iter().any(|&g| g > max) {
+                return Err(Error::Unsupported {
+                    op: job.v.kernel.stem(),
+                    backend: "wgpu",
+                    detail: format!("grid {:?} exceeds {max} workgroups per dimension", job.groups),
+                });
+            }
+            compiled.push(self.compiled(job.v)?);
         }
-        let compiled = self.compiled(v)?;
         let mut state = self.state.lock().unwrap_or_else(|p| p.into_inner());
+        for (job, compiled) in jobs.iter().zip(&compiled) {
+            if job.groups.contains(&0) {
+                continue;
+            }
+            self.record(&mut state, job, compiled)?;
+        }
+        Ok(())
+    }
+
+    fn record(&self, state: &mut State, job: &Job, compiled: &Compiled) -> Result<()> {
         if state.params.len() as u64 + self.arena_stride > ARENA_BYTES {
-            self.flush_locked(&mut state, None)?;
+            self.flush_locked(state, None)?;
         }
         let offset = state.params.len();
-        state.params.extend(params.iter().flat_map(|p| p.to_le_bytes()));
+        state.params.extend(job.params.iter().flat_map(|p| p.to_le_bytes()));
         state.params.resize(offset + self.arena_stride as usize, 0);
         if state.bind_groups.len() > MAX_BIND_GROUPS {
             state.bind_groups.clear();
         }
-        let key = (v, bufs.iter().map(|b| b.id).collect::<Vec<_>>());
+        let mut ids = [0u64; MAX_BINDINGS];
+        for (id, b) in ids.iter_mut().zip(job.bufs) {
+            *id = b.id;
+        }
+        let key = (job.v, ids);
         let bind_group = match state.bind_groups.get(&key) {
             Some(bg) => bg.clone(),
             None => {
@@ -284,11 +362,11 @@ impl Context {
                         size: wgpu::BufferSize::new(PARAMS_BYTES),
                     }),
                 }];
-                for (i, b) in bufs.iter().enumerate() {
+                for (i, b) in job.bufs.iter().enumerate() {
                     entries.push(wgpu::BindGroupEntry { binding: i as u32 + 1, resource: b.buf.as_entire_binding() });
                 }
                 let bg = self.device.create_bind_group(&wgpu::BindGroupDescriptor {
-                    label: Some(v.kernel.stem()),
+                    label: Some(job.v.kernel.stem()),
                     layout: &compiled.layout,
                     entries: &entries,
                 });
@@ -297,7 +375,7 @@ impl Context {
             }
         };
         let pipeline = compiled.pipeline.clone();
-        state.pending.push(Dispatch { pipeline, bind_group, offset: offset as u32, groups });
+        state.pending.push(Dispatch { v: job.v, pipeline, bind_group, offset: offset as u32, groups: job.groups });
         Ok(())
     }
 
@@ -315,6 +393,9 @@ impl Context {
             self.queue.write_buffer(&self.arena, 0, &state.params);
         }
         let mut encoder = self.device.create_command_encoder(&wgpu::CommandEncoderDescriptor { label: Some("ultra") });
+        if let Some(p) = &self.profiler {
+            return self.flush_profiled(p, state, encoder, copy);
+        }
         if !state.pending.is_empty() {
             let mut pass =
                 encoder.begin_compute_pass(&wgpu::ComputePassDescriptor { label: None, timestamp_writes: None });
@@ -333,6 +414,55 @@ impl Context {
         self.check_errors()
     }
 
+    /// flush_locked with each dispatch in its own timed pass; waits and adds the times up.
+    fn flush_profiled(
+        &self,
+        p: &Profiler,
+        state: &mut State,
+        mut encoder: wgpu::CommandEncoder,
+        copy: Option<(&wgpu::Buffer, &wgpu::Buffer, u64)>,
+    ) -> Result<()> {
+        let timed = state.pending.len().min(PROFILED);
+        for (i, d) in state.pending.iter().enumerate() {
+            let writes = (i < timed).then(|| wgpu::ComputePassTimestampWrites {
+                query_set: &p.queries,
+                beginning_of_pass_write_index: Some(2 * i as u32),
+                end_of_pass_write_index: Some(2 * i as u32 + 1),
+            });
+            let mut pass =
+                encoder.begin_compute_pass(&wgpu::ComputePassDescriptor { label: None, timestamp_writes: writes });
+            pass.set_pipeline(&d.pipeline);
+            pass.set_bind_group(0, &d.bind_group, &[d.offset]);
+            pass.dispatch_workgroups(d.groups[0], d.groups[1], d.groups[2]);
+        }
+        let bytes = (timed * 16) as u64;
+        if timed > 0 {
+            encoder.resolve_query_set(&p.queries, 0..2 * timed as u32, &p.resolve, 0);
+            encoder.copy_buffer_to_buffer(&p.resolve, 0, &p.readback, 0, bytes);
+        }
+        if let Some((src, dst, bytes)) = copy {
+            encoder.copy_buffer_to_buffer(src, 0, dst, 0, bytes);
+        }
+        self.queue.submit([encoder.finish()]);
+        let labels: Vec<String> = state.pending[..timed].iter().map(|d| d.v.label()).collect();
+        state.pending.clear();
+        state.params.clear();
+        if timed > 0 {
+            let slice = p.readback.slice(..bytes);
+            slice.map_async(wgpu::MapMode::Read, |_| {});
+            self.wait()?;
+            let stamps: Vec<u64> = bytemuck::cast_slice(&slice.get_mapped_range().map_err(device_error)?).to_vec();
+            p.readback.unmap();
+            let mut totals = p.totals.lock().unwrap_or_else(|e| e.into_inner());
+            for (label, t) in labels.into_iter().zip(stamps.chunks_exact(2)) {
+                let e = totals.entry(label).or_default();
+                e.0 += t[1].saturating_sub(t[0]) as f64 * p.period_ns;
+                e.1 += 1;
+            }
+        }
+        self.check_errors()
+    }
+
     /// Any error wgpu reported since the last check, as a value.
     pub fn check_errors(&self) -> Result<()> {
         let mut errors = self.errors.lock().unwrap_or_else(|p| p.into_inner());
@@ -346,7 +476,9 @@ impl Context {
 
     /// Waits for all submitted work.
     pub fn wait(&self) -> Result<()> {
-        self.device.poll(wgpu::PollType::Wait { submission_index: None, timeout: None }).map_err(device_error)?;
+        self.device
+            .poll(wgpu::PollType::Wait { submission_index: None, timeout: Some(WAIT_LIMIT) })
+            .map_err(|e| device_error(format!("waiting for the GPU: {e}")))?;
         self.check_errors()
     }
 
@@ -402,5 +534,25 @@ impl Context {
         let groups = n.div_ceil(256) as u32;
         let max = self.limits.max_compute_workgroups_per_dimension;
         if groups <= max { [groups, 1, 1] } else { [max, groups.div_ceil(max), 1] }
+    }
+}
+
+impl Drop for Context {
+    fn drop(&mut self) {
+        let Some(p) = &self.profiler else { return };
+        let totals = p.totals.lock().unwrap_or_else(|e| e.into_inner());
+        let mut rows: Vec<_> = totals.iter().collect();
+        rows.sort_by(|a, b| b.1.0.total_cmp(&a.1.0));
+        let all: f64 = rows.iter().map(|r| r.1.0).sum();
+        eprintln!("wgpu profile: {:.1} ms of GPU time in timed dispatches", all / 1e6);
+        for (label, (ns, calls)) in rows {
+            eprintln!(
+                "  {:>5.1}%  {:>10.3} ms  {:>7} calls  {:>9.2} µs/call  {label}",
+                100.0 * ns / all,
+                ns / 1e6,
+                calls,
+                ns / 1e3 / *calls as f64
+            );
+        }
     }
 }

@@ -31,6 +31,7 @@ macro_rules! kernels {
 
 kernels! {
     Matmul => "matmul", [R, R, W];
+    MatmulVec => "matmul_vec", [R, R, W];
     Embed => "embed", [R, R, W];
     RmsNorm => "rms_norm", [R, R, W];
     Rope => "rope", [W, R];
@@ -70,7 +71,7 @@ impl Variant {
         if let Some(f) = self.format {
             s += &format!("_{}", f.name().to_lowercase());
         }
-        if self.kernel == Kernel::Matmul {
+        if matches!(self.kernel, Kernel::Matmul | Kernel::MatmulVec) {
             s += &format!("_tpr{}_mb{}{}", self.tpr, self.mb, if self.subgroups { "_subgroup" } else { "" });
         }
         s
@@ -79,9 +80,14 @@ impl Variant {
     /// The WGSL module: knobs, shared helpers, decoder and reduction as needed, then the body.
     pub fn source(&self) -> String {
         let mut src = String::new();
-        if self.kernel == Kernel::Matmul {
-            src += &format!("const WG: u32 = 256u;\nconst TPR: u32 = {}u;\nconst MB: u32 = {}u;\n", self.tpr, self.mb);
+        if matches!(self.kernel, Kernel::Matmul | Kernel::MatmulVec) {
+            let wg = if self.kernel == Kernel::Matmul { 256 } else { VEC_WG };
+            src += &format!("const WG: u32 = {wg}u;\nconst TPR: u32 = {}u;\nconst MB: u32 = {}u;\n", self.tpr, self.mb);
             src += if self.subgroups { shader!("reduce_subgroup") } else { shader!("reduce_shared") };
+        }
+        if self.kernel == Kernel::MatmulVec {
+            let format = self.format.expect("matmul_vec has a format");
+            return src + decoder32(format) + self.kernel.body();
         }
         if let Some(format) = self.format {
             src += shader!("common");
@@ -105,11 +111,33 @@ impl Variant {
                         }
                     }
                 }
+                Kernel::MatmulVec => {
+                    for format in Format::ALL.into_iter().filter(|f| f.is_quantized()) {
+                        for (subgroups, tpr, mb) in [(false, 32, 1), (false, 32, 8), (true, 32, 1), (true, 8, 8)] {
+                            out.push(Variant { kernel, format: Some(format), subgroups, tpr, mb });
+                        }
+                    }
+                }
                 Kernel::Embed => out.extend(Format::ALL.map(|f| Variant { format: Some(f), ..Variant::plain(kernel) })),
                 _ => out.push(Variant::plain(kernel)),
             }
         }
         out
+    }
+}
+
+/// Threads per workgroup of matmul_vec (teams of TPR lanes, four weight rows per team).
+pub const VEC_WG: u32 = 128;
+
+/// The whole-block decoder of a quantized format, for matmul_vec.
+fn decoder32(format: Format) -> &'static str {
+    match format {
+        Format::Q4_0 => shader!("decode32_q4_0"),
+        Format::Q4_1 => shader!("decode32_q4_1"),
+        Format::Q5_0 => shader!("decode32_q5_0"),
+        Format::Q5_1 => shader!("decode32_q5_1"),
+        Format::Q8_0 => shader!("decode32_q8_0"),
+        _ => unreachable!("matmul_vec takes quantized formats only"),
     }
 }
 
@@ -129,7 +157,7 @@ fn decoder(format: Format) -> &'static str {
 /// Names of every file in shaders/ that some variant joins in (for the shader test).
 pub const FILES: &[&str] = &[
     "matmul",
-    "matmul_tiled",
+    "matmul_vec",
     "embed",
     "rms_norm",
     "rope",
@@ -155,4 +183,9 @@ pub const FILES: &[&str] = &[
     "decode_q5_0",
     "decode_q5_1",
     "decode_q8_0",
+    "decode32_q4_0",
+    "decode32_q4_1",
+    "decode32_q5_0",
+    "decode32_q5_1",
+    "decode32_q8_0",
 ];

@@ -1,10 +1,12 @@
-//! Matmul: fused dequantize + matrix-vector products (`shaders/matmul.wgsl`). Decode (m = 1)
-//! runs one row of x per workgroup; larger batches run MB_BATCH rows per workgroup so each
-//! decoded weight is reused MB_BATCH times. Every lane sums in the same order in both, so a
-//! row's result is bit-identical whatever the batch (the trait's batch-invariance promise).
+//! Matmul: fused dequantize + matrix-vector products. Quantized weights run `matmul_vec.wgsl`
+//! (whole blocks per lane, four weight rows per subgroup team); float weights `matmul.wgsl`
+//! (8-value groups per lane). Decode (m = 1) runs one row of x per workgroup; larger batches run
+//! MB_BATCH rows per workgroup so each loaded weight is reused MB_BATCH times. Every lane sums in
+//! the same order in both, so a row's result is bit-identical whatever the batch (the trait's
+//! batch-invariance promise).
 
 use super::Wgpu;
-use super::kernels::{Kernel, Variant};
+use super::kernels::{Kernel, VEC_WG, Variant};
 use crate::backend::{DType, Tensor, Weight, expect_shape};
 use crate::error::Result;
 
@@ -25,6 +27,13 @@ pub fn matmul(be: &Wgpu, x: &Tensor<Wgpu>, w: &Weight<Wgpu>, dst: &mut Tensor<Wg
         None => (false, SHARED_TPR),
     };
     let mb = if m == 1 { 1 } else { MB_BATCH };
+    if w.format.is_quantized() {
+        // Whole blocks per lane, four weight rows per team of tpr lanes.
+        let v = Variant { kernel: Kernel::MatmulVec, format: Some(w.format), subgroups, tpr, mb };
+        let rows_per_group = (VEC_WG / tpr * 4) as usize;
+        let groups = [n.div_ceil(rows_per_group) as u32, m.div_ceil(mb as usize) as u32, 1];
+        return be.ctx.dispatch(v, &[&w.storage.buf, &x.buf, &dst.buf], &params, groups);
+    }
     let v = Variant { kernel: Kernel::Matmul, format: Some(w.format), subgroups, tpr, mb };
     let rows_per_group = 256 / tpr as usize;
     let groups = [n.div_ceil(rows_per_group) as u32, m.div_ceil(mb as usize) as u32, 1];

@@ -111,6 +111,8 @@ fn repack(format: Format, src: &[u8]) -> (Vec<u32>, u32, u32) {
     } else {
         words.extend(blocks.chunks(2).map(|p| half(p[0]) | p.get(1).map_or(0, |b| half(b) << 16)));
     }
+    // Whole vec4s: matmul_vec binds the buffer as array<vec4<u32>>.
+    words.resize(words.len().next_multiple_of(4), 0);
     (words, qh, d)
 }
 

@@ -1,0 +1,20 @@
+// decode32_q4_1  one whole Q4_1 block for matmul_vec: raw loads (one vec4 of quants, (d, m)), vals = q
+// Layout         repacked: qs [n_blocks] vec4<u32> | (d, m) f16 pairs, one word per block, at word info.d
+// Launch         none (joined into matmul_vec); quads as in decode32_q4_0
+// Numerics       exact: small integers; x = q·d + m is applied per block by the caller (HAS_MIN)
+
+const HAS_MIN: bool = true;
+
+struct Raw { q: vec4<u32>, d: f32, m: f32 }
+
+fn raw(info: WeightInfo, blk: u32) -> Raw {
+    let dm = unpack2x16float(word(info.d + blk));
+    return Raw(w[blk], dm.x, dm.y);
+}
+
+fn vals(r: Raw) -> Blk {
+    return Blk(vec4<f32>(nib4(r.q.x, 0u)), vec4<f32>(nib4(r.q.y, 0u)),
+               vec4<f32>(nib4(r.q.z, 0u)), vec4<f32>(nib4(r.q.w, 0u)),
+               vec4<f32>(nib4(r.q.x, 4u)), vec4<f32>(nib4(r.q.y, 4u)),
+               vec4<f32>(nib4(r.q.z, 4u)), vec4<f32>(nib4(r.q.w, 4u)));
+}

@@ -1,0 +1,25 @@
+// decode32_q5_1  one whole Q5_1 block for matmul_vec: raw loads (quants, high bits, (d, m)), vals = q
+// Layout         repacked: qs [n_blocks] vec4<u32> | qh one word per block at word info.qh | (d, m) per word at info.d
+// Launch         none (joined into matmul_vec); quads as in decode32_q4_0, bit j of qh is value j's fifth bit
+// Numerics       exact: small integers; x = q·d + m is applied per block by the caller (HAS_MIN)
+
+const HAS_MIN: bool = true;
+
+struct Raw { q: vec4<u32>, h: u32, d: f32, m: f32 }
+
+fn raw(info: WeightInfo, blk: u32) -> Raw {
+    let dm = unpack2x16float(word(info.d + blk));
+    return Raw(w[blk], word(info.qh + blk), dm.x, dm.y);
+}
+
+// Fifth bits of values j .. j+3, as 16s.
+fn hi4(h: u32, j: u32) -> vec4<u32> {
+    return ((vec4<u32>(h >> j) >> vec4<u32>(0u, 1u, 2u, 3u)) & vec4<u32>(1u)) << vec4<u32>(4u);
+}
+
+fn vals(r: Raw) -> Blk {
+    return Blk(vec4<f32>(nib4(r.q.x, 0u) | hi4(r.h, 0u)), vec4<f32>(nib4(r.q.y, 0u) | hi4(r.h, 4u)),
+               vec4<f32>(nib4(r.q.z, 0u) | hi4(r.h, 8u)), vec4<f32>(nib4(r.q.w, 0u) | hi4(r.h, 12u)),
+               vec4<f32>(nib4(r.q.x, 4u) | hi4(r.h, 16u)), vec4<f32>(nib4(r.q.y, 4u) | hi4(r.h, 20u)),
+               vec4<f32>(nib4(r.q.z, 4u) | hi4(r.h, 24u)), vec4<f32>(nib4(r.q.w, 4u) | hi4(r.h, 28u)));
+}

@@ -1,0 +1,17 @@
+// decode32_q8_0  one whole Q8_0 block for matmul_vec: raw loads (two vec4 of quants, one scale), vals = q
+// Layout         repacked: qs [2 · n_blocks] vec4<u32> (32 bytes per block) | d f16 pairs at word info.d
+// Launch         none (joined into matmul_vec); quad i is the signed bytes of word i
+// Numerics       exact: small integers; the f16 scale is applied per block by the caller
+
+const HAS_MIN: bool = false;
+
+struct Raw { q: vec4<u32>, q2: vec4<u32>, d: f32, m: f32 }
+
+fn raw(info: WeightInfo, blk: u32) -> Raw {
+    return Raw(w[2u * blk], w[2u * blk + 1u], half_of(info.d, blk), 0.0);
+}
+
+fn vals(r: Raw) -> Blk {
+    return Blk(sbyte4(r.q.x), sbyte4(r.q.y), sbyte4(r.q.z), sbyte4(r.q.w),
+               sbyte4(r.q2.x), sbyte4(r.q2.y), sbyte4(r.q2.z), sbyte4(r.q2.w));
+}

@@ -1,0 +1,108 @@
+// matmul_vec  dst[i, j] = Σ_k x[i, k] · w[j, k] for quantized w: whole blocks per lane, 4 weight rows per team
+// Layout      x: [m, k] f32 read as vec4; w: repacked blocks read as vec4<u32> (decode32_<format>.wgsl);
+//             dst: [m, n] f32; k is a multiple of 32 (whole blocks)
+// Launch      grid (ceil(n / (4·TEAMS)), ceil(m / MB)); WG threads = TEAMS teams of TPR lanes; a team owns
+//             weight rows 4j..4j+3 and lane t the blocks b ≡ t (mod TPR) of those rows, for MB rows of x
+// Numerics    per (row, x-row, block): s = Σ v·x as a vec4 fma chain over the block's 8 quads, then
+//             (s.x + s.y) + (s.z + s.w); per lane acc = fma(d, s, acc) [+ fma(m, Σx, acc)] over its blocks,
+//             then row_sum4 over the team: the same order for every m and MB (bit-identical batches)
+
+const TEAMS: u32 = WG / TPR;
+const ROWS: u32 = TEAMS * 4u;
+
+// As in common.wgsl (not joined here: its helpers read weights as u32, these as vec4<u32>).
+struct WeightInfo { k: u32, blocks: u32, qh: u32, d: u32 }
+
+struct Params { info: WeightInfo, m: u32, n: u32 }
+
+@group(0) @binding(0) var<uniform> params: Params;
+@group(0) @binding(1) var<storage, read> w: array<vec4<u32>>;
+@group(0) @binding(2) var<storage, read> x: array<vec4<f32>>;
+@group(0) @binding(3) var<storage, read_write> dst: array<f32>;
+
+// 32 consecutive values as 8 quads.
+struct Blk { v0: vec4<f32>, v1: vec4<f32>, v2: vec4<f32>, v3: vec4<f32>,
+             v4: vec4<f32>, v5: vec4<f32>, v6: vec4<f32>, v7: vec4<f32> }
+
+// Word `i` of the weight buffer.
+fn word(i: u32) -> u32 {
+    return w[i >> 2u][i & 3u];
+}
+
+// The f16 scale of block `blk` from a section of packed f16 pairs.
+fn half_of(section: u32, blk: u32) -> f32 {
+    return unpack2x16float(word(section + (blk >> 1u)))[blk & 1u];
+}
+
+// Nibbles of a word's four bytes (low nibbles when shift = 0, high when shift = 4).
+fn nib4(q: u32, shift: u32) -> vec4<u32> {
+    return (vec4<u32>(q, q >> 8u, q >> 16u, q >> 24u) >> vec4<u32>(shift)) & vec4<u32>(0xfu);
+}
+
+// Four signed bytes of a word, lowest first.
+fn sbyte4(q: u32) -> vec4<f32> {
+    let v = bitcast<vec4<i32>>(vec4<u32>(q << 24u, q << 16u, q << 8u, q)) >> vec4<u32>(24u);
+    return vec4<f32>(v);
+}
+
+// x[i, 32b .. 32b+31].
+fn xblock(i: u32, b: u32) -> Blk {
+    let at = i * (params.info.k >> 2u) + b * 8u;
+    return Blk(x[at], x[at + 1u], x[at + 2u], x[at + 3u], x[at + 4u], x[at + 5u], x[at + 6u], x[at + 7u]);
+}
+
+// Σ a·b over a block: a vec4 fma chain, then a fixed pairwise sum of its lanes.
+fn dot32(a: Blk, b: Blk) -> f32 {
+    var s = a.v0 * b.v0;
+    s = fma(a.v1, b.v1, s);
+    s = fma(a.v2, b.v2, s);
+    s = fma(a.v3, b.v3, s);
+    s = fma(a.v4, b.v4, s);
+    s = fma(a.v5, b.v5, s);
+    s = fma(a.v6, b.v6, s);
+    s = fma(a.v7, b.v7, s);
+    return (s.x + s.y) + (s.z + s.w);
+}
+
+// Σ b over a block (for formats with a minimum).
+fn sum32(b: Blk) -> f32 {
+    let s = ((b.v0 + b.v1) + (b.v2 + b.v3)) + ((b.v4 + b.v5) + (b.v6 + b.v7));
+    return (s.x + s.y) + (s.z + s.w);
+}
+
+@compute @workgroup_size(WG)
+fn matmul_vec(@builtin(workgroup_id) wg: vec3<u32>, @builtin(local_invocation_index) lane: u32) {
+    let n = params.n;
+    let row = (wg.x * TEAMS + lane / TPR) * 4u;
+    let rows = min(vec4<u32>(row) + vec4<u32>(0u, 1u, 2u, 3u), vec4<u32>(n - 1u)) * params.info.blocks;
+    let i0 = wg.y * MB;
+    var acc: array<vec4<f32>, MB>;
+    for (var b = lane % TPR; b < params.info.blocks; b += TPR) {
+        let w0 = raw(params.info, rows.x + b);
+        let w1 = raw(params.info, rows.y + b);
+        let w2 = raw(params.info, rows.z + b);
+        let w3 = raw(params.info, rows.w + b);
+        let d = vec4<f32>(w0.d, w1.d, w2.d, w3.d);
+        for (var i = 0u; i < MB; i++) {
+            if (i0 + i < params.m) {
+                let xb = xblock(i0 + i, b);
+                let s = vec4<f32>(dot32(vals(w0), xb), dot32(vals(w1), xb), dot32(vals(w2), xb), dot32(vals(w3), xb));
+                acc[i] = fma(d, s, acc[i]);
+                if (HAS_MIN) {
+                    acc[i] = fma(vec4<f32>(w0.m, w1.m, w2.m, w3.m), vec4<f32>(sum32(xb)), acc[i]);
+                }
+            }
+        }
+    }
+    for (var i = 0u; i < MB; i++) {
+        let total = row_sum4(acc[i], lane);
+        if (lane % TPR == 0u && i0 + i < params.m) {
+            let at = (i0 + i) * n + row;
+            for (var r = 0u; r < 4u; r++) {
+                if (row + r < n) {
+                    dst[at + r] = total[r];
+                }
+            }
+        }
+    }
+}

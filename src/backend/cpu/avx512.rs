@@ -1,0 +1,321 @@
+//! AVX-512 fast paths of the CPU matmul. Each is bit-identical to the portable code it stands in
+//! for (tests below), so which one runs never shows in the results:
+//!
+//! - [`dot_quant`]: one f32 row against 1–4 quantized weight rows, each 32-value block decoded in
+//!   registers and never stored (the decode, m = 1, path). Values are those of dequant.rs
+//!   (`q·d + m` as a rounded multiply then a rounded add for Q4_1, `(q - 8)·d` for Q4_0, `q·d`
+//!   for Q8_0), fused-multiply-added in simd.rs's order: value 16c + l of the row goes to lane l
+//!   in order of c, lanes then meet in simd.rs's tree. Quantized rows hold whole blocks, so k is a
+//!   multiple of 32 and there is no tail. Equal to `simd::dot(x, dequantize(row))`.
+//! - [`dequantize_row`]: dequant.rs's values, 32 at a time (the batched path's tile fill).
+//! - [`dot4x4`]: 16 dot products of 4 rows by 4 rows in simd.rs's order, each operand chunk
+//!   loaded once for four products (the batched path's micro-kernel). Equal to 16 `simd::dot`s.
+//!
+//! One zmm register is exactly simd.rs's 16 lanes. Used only when [`AVAILABLE`] (decided once).
+
+use std::arch::x86_64::*;
+use std::sync::LazyLock;
+
+use crate::quant::Format;
+
+/// Whether this CPU runs these kernels (AVX-512F plus the AVX2/FMA/F16C it implies on real parts).
+pub static AVAILABLE: LazyLock<bool> = LazyLock::new(|| {
+    is_x86_feature_detected!("avx512f")
+        && is_x86_feature_detected!("avx2")
+        && is_x86_feature_detected!("fma")
+        && is_x86_feature_detected!("f16c")
+});
+
+/// Block formats with an in-register decoder, as const-generic tags.
+const Q4_0: u8 = 0;
+const Q4_1: u8 = 1;
+const Q8_0: u8 = 2;
+
+/// The decoder tag of a format, if it has one.
+fn tag(format: Format) -> Option<u8> {
+    match format {
+        Format::Q4_0 => Some(Q4_0),
+        Format::Q4_1 => Some(Q4_1),
+        Format::Q8_0 => Some(Q8_0),
+        _ => None,
+    }
+}
+
+/// Whether [`dot_quant`] and [`dequantize_row`] run for `format` on this CPU.
+pub fn handles(format: Format) -> bool {
+    *AVAILABLE && tag(format).is_some()
+}
+
+const fn block_bytes(f: u8) -> usize {
+    match f {
+        Q4_0 => 18,
+        Q4_1 => 20,
+        _ => 34,
+    }
+}
+
+/// The f16 at `p` (little-endian), widened exactly.
+#[inline]
+#[target_feature(enable = "avx512f,f16c")]
+unsafe fn f16_at(p: *const u8) -> __m512 {
+    // SAFETY: the caller points p at 2 readable bytes.
+    let bits = unsafe { p.cast::<u16>().read_unaligned() };
+    _mm512_broadcastss_ps(_mm_cvtph_ps(_mm_cvtsi32_si128(i32::from(bits))))
+}
+
+/// Values 0..16 and 16..32 of the block at `b`, as dequant.rs computes them.
+///
+/// # Safety
+/// `b` points at one whole block of format `F`.
+#[inline]
+#[target_feature(enable = "avx512f,f16c")]
+unsafe fn decode<const F: u8>(b: *const u8) -> [__m512; 2] {
+    // SAFETY: every read stays inside the block (the caller's contract; offsets per dequant.rs).
+    unsafe {
+        match F {
+            Q4_0 => {
+                let d = f16_at(b);
+                let q = _mm512_cvtepu8_epi32(_mm_loadu_si128(b.add(2).cast()));
+                let eight = _mm512_set1_epi32(8);
+                let lo = _mm512_sub_epi32(_mm512_and_si512(q, _mm512_set1_epi32(0x0f)), eight);
+                let hi = _mm512_sub_epi32(_mm512_srli_epi32::<4>(q), eight);
+                [_mm512_mul_ps(_mm512_cvtepi32_ps(lo), d), _mm512_mul_ps(_mm512_cvtepi32_ps(hi), d)]
+            }
+            Q4_1 => {
+                let (d, m) = (f16_at(b), f16_at(b.add(2)));
+                let q = _mm512_cvtepu8_epi32(_mm_loadu_si128(b.add(4).cast()));
+                let lo = _mm512_and_si512(q, _mm512_set1_epi32(0x0f));
+                let hi = _mm512_srli_epi32::<4>(q);
+                [
+                    _mm512_add_ps(_mm512_mul_ps(_mm512_cvtepi32_ps(lo), d), m),
+                    _mm512_add_ps(_mm512_mul_ps(_mm512_cvtepi32_ps(hi), d), m),
+                ]
+            }
+            _ => {
+                let d = f16_at(b);
+                let lo = _mm512_cvtepi8_epi32(_mm_loadu_si128(b.add(2).cast()));
+                let hi = _mm512_cvtepi8_epi32(_mm_loadu_si128(b.add(18).cast()));
+                [_mm512_mul_ps(_mm512_cvtepi32_ps(lo), d), _mm512_mul_ps(_mm512_cvtepi32_ps(hi), d)]
+            }
+        }
+    }
+}
+
+/// simd.rs's lane tree: (l, l+8) → (l, l+4) → (l, l+2) → (0, 1).
+#[inline]
+#[target_feature(enable = "avx512f")]
+fn reduce(v: __m512) -> f32 {
+    let lo = _mm512_castps512_ps256(v);
+    let hi = _mm256_castpd_ps(_mm512_extractf64x4_pd::<1>(_mm512_castps_pd(v)));
+    let s8 = _mm256_add_ps(lo, hi);
+    let s4 = _mm_add_ps(_mm256_castps256_ps128(s8), _mm256_extractf128_ps::<1>(s8));
+    let s2 = _mm_add_ps(s4, _mm_movehl_ps(s4, s4));
+    _mm_cvtss_f32(_mm_add_ss(s2, _mm_shuffle_ps::<1>(s2, s2)))
+}
+
+/// [dot(x, row) for row in rows], `x` loaded once per block for all R rows.
+///
+/// # Safety
+/// Each row points at x.len() / 32 whole blocks of format `F`; x.len() is a multiple of 32.
+#[target_feature(enable = "avx512f,f16c")]
+unsafe fn dot_rows<const F: u8, const R: usize>(rows: [*const u8; R], x: &[f32]) -> [f32; R] {
+    let mut acc = [_mm512_setzero_ps(); R];
+    for b in 0..x.len() / 32 {
+        // SAFETY: block b < x.len() / 32 exists in x and in every row (the caller's contract).
+        unsafe {
+            let px = x.as_ptr().add(b * 32);
+            let (x0, x1) = (_mm512_loadu_ps(px), _mm512_loadu_ps(px.add(16)));
+            for r in 0..R {
+                let [w0, w1] = decode::<F>(rows[r].add(b * block_bytes(F)));
+                acc[r] = _mm512_fmadd_ps(w0, x0, acc[r]);
+                acc[r] = _mm512_fmadd_ps(w1, x1, acc[r]);
+            }
+        }
+    }
+    acc.map(|v| reduce(v))
+}
+
+/// out[r] = dot(x, dequantize(rows[r])) for 1–4 rows, bit for bit.   rows: quantized rows of k = x.len()
+/// Panics unless `handles(format)`, 1 ≤ rows.len() ≤ 4, and every row holds k / 32 blocks.
+pub fn dot_quant(format: Format, rows: &[&[u8]], x: &[f32], out: &mut [f32]) {
+    let f = tag(format).filter(|_| *AVAILABLE).expect("dot_quant: format or CPU not supported");
+    assert!(x.len().is_multiple_of(32) && (1..=4).contains(&rows.len()) && out.len() == rows.len());
+    for row in rows {
+        assert_eq!(row.len(), x.len() / 32 * block_bytes(f), "dot_quant: row length");
+    }
+    let p = |i: usize| rows[i.min(rows.len() - 1)].as_ptr();
+    // SAFETY: the CPU has the features (AVAILABLE); rows and x have the lengths checked above.
+    unsafe {
+        match (f, rows.len()) {
+            (Q4_0, 4) => out.copy_from_slice(&dot_rows::<Q4_0, 4>([p(0), p(1), p(2), p(3)], x)),
+            (Q4_1, 4) => out.copy_from_slice(&dot_rows::<Q4_1, 4>([p(0), p(1), p(2), p(3)], x)),
+            (Q8_0, 4) => out.copy_from_slice(&dot_rows::<Q8_0, 4>([p(0), p(1), p(2), p(3)], x)),
+            (Q4_0, _) => out.iter_mut().enumerate().for_each(|(i, o)| *o = dot_rows::<Q4_0, 1>([p(i)], x)[0]),
+            (Q4_1, _) => out.iter_mut().enumerate().for_each(|(i, o)| *o = dot_rows::<Q4_1, 1>([p(i)], x)[0]),
+            _ => out.iter_mut().enumerate().for_each(|(i, o)| *o = dot_rows::<Q8_0, 1>([p(i)], x)[0]),
+        }
+    }
+}
+
+#[target_feature(enable = "avx512f,f16c")]
+unsafe fn dequantize<const F: u8>(src: &[u8], dst: &mut [f32]) {
+    for b in 0..dst.len() / 32 {
+        // SAFETY: block b exists in src and dst (checked by `dequantize_row`).
+        unsafe {
+            let [lo, hi] = decode::<F>(src.as_ptr().add(b * block_bytes(F)));
+            let y = dst.as_mut_ptr().add(b * 32);
+            _mm512_storeu_ps(y, lo);
+            _mm512_storeu_ps(y.add(16), hi);
+        }
+    }
+}
+
+/// dst = the values of one quantized row, bit-identical to dequant.rs. Panics unless
+/// `handles(format)` and src holds dst.len() / 32 blocks.
+pub fn dequantize_row(format: Format, src: &[u8], dst: &mut [f32]) {
+    let f = tag(format).filter(|_| *AVAILABLE).expect("dequantize_row: format or CPU not supported");
+    assert!(dst.len().is_multiple_of(32) && src.len() == dst.len() / 32 * block_bytes(f), "dequantize_row: lengths");
+    // SAFETY: the CPU has the features (AVAILABLE); lengths checked above.
+    unsafe {
+        match f {
+            Q4_0 => dequantize::<Q4_0>(src, dst),
+            Q4_1 => dequantize::<Q4_1>(src, dst),
+            _ => dequantize::<Q8_0>(src, dst),
+        }
+    }
+}
+
+/// out[i][j] = dot(a[i], b[j]), the 16 products of 4 rows by 4 rows, all of one length.
+///
+/// # Safety
+/// The CPU has AVX-512F and FMA; all eight slices have the same length.
+#[target_feature(enable = "avx512f,fma")]
+pub unsafe fn dot4x4(a: [&[f32]; 4], b: [&[f32]; 4]) -> [[f32; 4]; 4] {
+    let k = a[0].len();
+    let chunks = k / 16;
+    let mut acc = [[_mm512_setzero_ps(); 4]; 4];
+    for c in 0..chunks {
+        // SAFETY: c·16 + 16 ≤ k, the length of every slice (the caller's contract).
+        unsafe {
+            let bv = b.map(|r| _mm512_loadu_ps(r.as_ptr().add(c * 16)));
+            for i in 0..4 {
+                let av = _mm512_loadu_ps(a[i].as_ptr().add(c * 16));
+                for j in 0..4 {
+                    acc[i][j] = _mm512_fmadd_ps(av, bv[j], acc[i][j]);
+                }
+            }
+        }
+    }
+    // Plain loops, not closures over `acc`: a closure borrowing it made LLVM keep the 16
+    // accumulators in memory and store each one after every multiply-add.
+    let mut out = [[0.0f32; 4]; 4];
+    for i in 0..4 {
+        for j in 0..4 {
+            let mut sum = reduce(acc[i][j]);
+            for t in chunks * 16..k {
+                sum = a[i][t].mul_add(b[j][t], sum);
+            }
+            out[i][j] = sum;
+        }
+    }
+    out
+}
+
+/// out[i] = fma(p[j], src[at[j] + i], out[i]) for j in order, `out` held in registers 64 floats
+/// at a time (the element-wise arithmetic of one axpy per j, so the same bits).
+///
+/// # Safety
+/// The CPU has AVX-512F and FMA; p.len() == at.len(); src[at[j]..at[j] + out.len()] is in range.
+#[target_feature(enable = "avx512f,fma")]
+pub unsafe fn axpy_rows(p: &[f32], src: &[f32], at: &[usize], out: &mut [f32]) {
+    let d = out.len();
+    let mut i = 0;
+    while i + 64 <= d {
+        // SAFETY: i + 64 ≤ d, within out and within every row (the caller's contract).
+        unsafe {
+            let po = out.as_mut_ptr().add(i);
+            let mut acc: [__m512; 4] = std::array::from_fn(|c| _mm512_loadu_ps(po.add(16 * c)));
+            for (&pj, &a) in p.iter().zip(at) {
+                let (pv, row) = (_mm512_set1_ps(pj), src.as_ptr().add(a + i));
+                for c in 0..4 {
+                    acc[c] = _mm512_fmadd_ps(pv, _mm512_loadu_ps(row.add(16 * c)), acc[c]);
+                }
+            }
+            for c in 0..4 {
+                _mm512_storeu_ps(po.add(16 * c), acc[c]);
+            }
+        }
+        i += 64;
+    }
+    for (&pj, &a) in p.iter().zip(at) {
+        for t in i..d {
+            out[t] = pj.mul_add(src[a + t], out[t]);
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::backend::cpu::simd;
+    use crate::quant::dequantize_row as reference_dequantize;
+
+    fn noise(n: usize, seed: u64) -> Vec<u8> {
+        let mut s = seed.wrapping_mul(0x9e37_79b9_7f4a_7c15) | 1;
+        (0..n)
+            .map(|_| {
+                s ^= s << 13;
+                s ^= s >> 7;
+                s ^= s << 17;
+                s as u8
+            })
+            .collect()
+    }
+
+    fn floats(n: usize, seed: u64) -> Vec<f32> {
+        noise(n, seed).iter().map(|&b| b as f32 / 127.5 - 1.0).collect()
+    }
+
+    #[test]
+    fn fused_and_batched_kernels_equal_the_portable_path() {
+        if !*AVAILABLE {
+            eprintln!("skipping: no AVX-512 on this CPU");
+            return;
+        }
+        let k = 576;
+        for format in [Format::Q4_0, Format::Q4_1, Format::Q8_0] {
+            let mut bytes = noise(4 * format.row_bytes(k).unwrap(), format.ggml_id() as u64);
+            for block in bytes.chunks_exact_mut(format.block_bytes()) {
+                block[1] &= 0x3b; // finite f16 scales
+                block[3] &= 0x3b;
+            }
+            let rows: Vec<&[u8]> = bytes.chunks_exact(format.row_bytes(k).unwrap()).collect();
+            let x = floats(k, 7);
+            let mut expected = [0.0f32; 4];
+            for (r, row) in rows.iter().enumerate() {
+                let (mut fast, mut reference) = (vec![0.0; k], vec![0.0; k]);
+                dequantize_row(format, row, &mut fast);
+                reference_dequantize(format, row, &mut reference);
+                assert_eq!(fast, reference, "{} dequantize", format.name());
+                expected[r] = simd::portable::dot(&x, &reference);
+            }
+            let mut got = [0.0f32; 4];
+            dot_quant(format, &rows, &x, &mut got);
+            assert_eq!(got.map(f32::to_bits), expected.map(f32::to_bits), "{} fused x4", format.name());
+            let mut one = [0.0f32; 3];
+            dot_quant(format, &rows[1..], &x, &mut one);
+            assert_eq!(one.map(f32::to_bits), [1, 2, 3].map(|r| expected[r].to_bits()), "{} fused x3", format.name());
+        }
+        for k in [1, 15, 16, 37, 576] {
+            let a: Vec<Vec<f32>> = (0..4).map(|i| floats(k, 10 + i)).collect();
+            let b: Vec<Vec<f32>> = (0..4).map(|i| floats(k, 20 + i)).collect();
+            // SAFETY: AVAILABLE checked above; all slices have length k.
+            let got = unsafe { dot4x4([&a[0], &a[1], &a[2], &a[3]], [&b[0], &b[1], &b[2], &b[3]]) };
+            for i in 0..4 {
+                for j in 0..4 {
+                    assert_eq!(got[i][j].to_bits(), simd::portable::dot(&a[i], &b[j]).to_bits(), "k {k} ({i}, {j})");
+                }
+            }
+        }
+    }
+}
