@@ -169,6 +169,28 @@ fn synth_tiny_then_info_and_bench_on_it() {
         one_json(&ultra(&["bench", "--model", model, "-p", "16", "-n", "4", "-r", "1", "--batch", "1,2", "--json"]));
     let points = v["batch"]["points"].as_array().unwrap();
     assert_eq!(points.iter().map(|p| p["batch"].as_u64().unwrap()).collect::<Vec<_>>(), vec![1, 2], "{v}");
+    let args = ["bench", "--model", model, "-n", "4", "-r", "1", "--draft-mode", "lookup,self", "--speculate", "1-2"];
+    let v = one_json(&ultra(&[&args[..], &["--draft-layers", "1", "--json"]].concat()));
+    let spec = &v["speculative"];
+    let names: Vec<&str> = spec["prompts"].as_array().unwrap().iter().map(|p| p.as_str().unwrap()).collect();
+    assert!(names.contains(&"pub_long_repetitive_400"), "{names:?}");
+    let points = spec["points"].as_array().unwrap();
+    assert_eq!(points.len(), 4, "two drafters × k = 1, 2: {spec}");
+    for p in points {
+        for field in ["acceptance_rate", "mean_accepted_len", "speedup"] {
+            assert!(p[field]["median"].is_number(), "no `{field}` in {p}");
+        }
+        assert_eq!(p["matches_plain"], true, "greedy speculation changed the tokens: {p}");
+    }
+}
+
+#[test]
+fn bench_lists_reject_zero_and_garbage() {
+    for args in [["bench", "--batch", "0"], ["bench", "--speculate", "two"]] {
+        let out = ultra(&args);
+        assert_eq!(out.status.code(), Some(2), "{}", stderr(&out));
+        clear_failure(&out, "count");
+    }
 }
 
 #[test]

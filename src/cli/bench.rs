@@ -58,6 +58,8 @@ fn run_on<B: Backend>(backend: B, gguf: &Gguf, args: &BenchArgs) -> Result<()> {
         let report = speculative(&backend, &model, gguf, args)?;
         out["speculative"] = report;
     }
+    // Load before and after: on a shared machine this says how far to trust the figures.
+    out["load_avg_end"] = json!(bench::load_average());
     if args.json {
         println!("{out}");
     }
