@@ -5,7 +5,8 @@
 //!
 //! The prompts are prefilled once, for the largest B; each run of each B decodes the first B
 //! sequences from position p and then cuts their caches back to p. Prefill would otherwise
-//! dominate the bench (Σ B · p tokens per run) without changing what decoding costs.
+//! dominate the bench (Σ B · p tokens per run) without changing what decoding costs. Each run
+//! measures every B in turn, so slow drifts in machine load affect all batch sizes alike.
 
 use std::time::Instant;
 
@@ -79,16 +80,23 @@ pub fn bench_batch<B: Backend>(
         first.push(runner.forward_argmax(&Batch::sequence(seq, 0, &prompt, false))?[0]);
         seqs.push(seq);
     }
-    let mut points = Vec::new();
     for &b in batches {
         decode_together(runner, &seqs[..b], &first[..b], p, n.min(4))?; // warm-up: this shape's activations
-        let mut tok_s = Vec::new();
-        for _ in 0..runs.max(1) {
-            let secs = decode_together(runner, &seqs[..b], &first[..b], p, n)?;
-            tok_s.push((b * n) as f64 / secs);
-        }
-        points.push(BatchPoint { batch: b, decode_tok_s: Throughput::from_runs(tok_s), speedup_vs_b1: 0.0 });
     }
+    // Runs outside, batch sizes inside: a change in machine load during the bench then spreads
+    // over every B instead of skewing the ratios between them.
+    let mut tok_s = vec![Vec::new(); batches.len()];
+    for _ in 0..runs.max(1) {
+        for (i, &b) in batches.iter().enumerate() {
+            let secs = decode_together(runner, &seqs[..b], &first[..b], p, n)?;
+            tok_s[i].push((b * n) as f64 / secs);
+        }
+    }
+    let mut points: Vec<BatchPoint> = batches
+        .iter()
+        .zip(tok_s)
+        .map(|(&batch, runs)| BatchPoint { batch, decode_tok_s: Throughput::from_runs(runs), speedup_vs_b1: 0.0 })
+        .collect();
     let base = points.iter().find(|pt| pt.batch == 1).map(|pt| pt.decode_tok_s.median);
     for pt in &mut points {
         pt.speedup_vs_b1 = base.map_or(1.0, |b1| pt.decode_tok_s.median / b1);
