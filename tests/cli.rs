@@ -99,10 +99,31 @@ fn tokenize_json_parses_special_tokens_unless_told_not_to() {
     assert!(!plain.contains(&1) && plain.len() > special.len(), "{plain:?}");
 }
 
+/// A tiny random model (2 layers, 320 tokens), written once per test that asks.
+fn tiny_model(name: &str) -> PathBuf {
+    let path = scratch(name);
+    let out = ultra(&["synth", "--preset", "tiny", "--type", "q4_0", "--out", path.to_str().unwrap()]);
+    assert!(out.status.success(), "synth: {}", stderr(&out));
+    path
+}
+
 #[test]
 fn gpu_backends_either_work_or_fail_clearly() {
+    // The tiny model keeps this fast on software adapters (lavapipe) too.
+    let model = tiny_model("gpu-tiny.gguf");
     for backend in ["wgpu", "cuda"] {
-        let out = ultra(&["generate", "--backend", backend, "--prompt", "Hi", "--max-tokens", "2", "--json"]);
+        let args = [
+            "generate",
+            "--model",
+            model.to_str().unwrap(),
+            "--backend",
+            backend,
+            "--prompt",
+            "Hi",
+            "--max-tokens",
+            "2",
+        ];
+        let out = ultra(&[&args[..], &["--json"]].concat());
         if out.status.success() {
             one_json(&out);
         } else {
@@ -153,10 +174,8 @@ fn perplexity_json_has_the_documented_fields() {
 
 #[test]
 fn synth_tiny_then_info_and_bench_on_it() {
-    let path = scratch("tiny.gguf");
+    let path = tiny_model("tiny.gguf");
     let model = path.to_str().unwrap();
-    let out = ultra(&["synth", "--preset", "tiny", "--type", "q4_0", "--out", model]);
-    assert!(out.status.success(), "synth: {}", stderr(&out));
     let info = ultra(&["info", "--model", model]);
     assert!(info.status.success(), "info: {}", stderr(&info));
     assert!(stdout(&info).contains("2 layers"), "{}", stdout(&info));
