@@ -21,17 +21,7 @@ pub struct TinySpec {
 
 impl Default for TinySpec {
     fn default() -> Self {
-        TinySpec {
-            n_layers: 2,
-            d_model: 32,
-            d_ff: 64,
-            n_heads: 4,
-            n_kv_heads: 2,
-            vocab: 16,
-            context: 256,
-            seed: 1,
-            logit_scale: 1.0,
-        }
+        TinySpec { n_layers: 2, d_model: 32, d_ff: 64, n_heads: 4, n_kv_heads: 2, vocab: 16, context: 256, seed: 1, logit_scale: 1.0 }
     }
 }
 
