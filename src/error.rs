@@ -29,6 +29,10 @@ pub enum Error {
     BackendNotBuilt(&'static str),
     #[error("{backend} backend unavailable: {reason}")]
     DeviceUnavailable { backend: &'static str, reason: String },
+    #[error("{backend} device error: {detail}")]
+    Device { backend: &'static str, detail: String },
+    #[error("kernel `{kernel}` failed to compile:\n{log}")]
+    KernelCompile { kernel: String, log: String },
     #[error("model fetch: {0}")]
     Fetch(String),
     #[error("invalid argument: {0}")]

@@ -14,5 +14,9 @@ pub mod tokenizer;
 
 pub use backend::Backend;
 pub use backend::cpu::Cpu;
+#[cfg(feature = "wgpu")]
+pub use backend::wgpu::Wgpu;
+#[cfg(feature = "cuda")]
+pub use backend::cuda::Cuda;
 pub use error::{Error, Result};
 pub use quant::Format;

@@ -44,7 +44,9 @@ fn random_operations_keep_the_page_pool_consistent_and_leak_nothing() {
                     let before = cache.seq_len(seq).unwrap();
                     match cache.append(&cpu, seq, &extra) {
                         Ok(()) => assert_eq!(cache.seq_len(seq).unwrap(), before + extra.len()),
-                        Err(_) => assert_eq!(cache.seq_len(seq).unwrap(), before, "a failed append changed the sequence"),
+                        Err(_) => {
+                            assert_eq!(cache.seq_len(seq).unwrap(), before, "a failed append changed the sequence")
+                        }
                     }
                 }
                 3 if !live.is_empty() => {
@@ -69,7 +71,10 @@ fn random_operations_keep_the_page_pool_consistent_and_leak_nothing() {
         assert_eq!(cache.blocks_in_use(), 0, "seed {seed}: pages leaked");
         assert_eq!(cache.free_blocks(), 48);
         let stats = cache.stats();
-        assert!(stats.reused > 0 && stats.prefix_hits > 0, "seed {seed}: pages were neither reused nor shared: {stats:?}");
+        assert!(
+            stats.reused > 0 && stats.prefix_hits > 0,
+            "seed {seed}: pages were neither reused nor shared: {stats:?}"
+        );
     }
 }
 

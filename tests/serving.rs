@@ -101,7 +101,8 @@ fn a_preempted_sequence_continues_exactly_as_if_it_had_never_been() {
     let expected = solo(&prompts);
     // The four prompts with their 12 new tokens need 3 + 3 + 27 + 3 pages of 16; the pool has 32.
     let mut runner = runner(CacheLayout::paged(16, 32));
-    let (done, _, preemptions) = batched(&mut runner, &prompts, SchedulerOptions { max_seqs: 4, max_batch_tokens: 512 });
+    let (done, _, preemptions) =
+        batched(&mut runner, &prompts, SchedulerOptions { max_seqs: 4, max_batch_tokens: 512 });
     assert!(preemptions > 0, "the pool was meant to run out");
     for (c, want) in done.iter().zip(&expected) {
         assert_eq!(&c.tokens, want, "prompt {} (preempted {} times) differs from its solo run", c.index, c.preemptions);

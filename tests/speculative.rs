@@ -47,7 +47,13 @@ impl Target {
         match mode {
             // The target's first 10 of 30 layers and its head.
             "self" => {
-                let r = Runner::with_depth(self.backend.clone(), self.model.clone(), CacheLayout::paged(16, CONTEXT / 16), CONTEXT, 10);
+                let r = Runner::with_depth(
+                    self.backend.clone(),
+                    self.model.clone(),
+                    CacheLayout::paged(16, CONTEXT / 16),
+                    CONTEXT,
+                    10,
+                );
                 Box::new(ModelDrafter::new(r.unwrap(), None, 512))
             }
             // A separate model with the same vocabulary (here the same file: drafts are then
@@ -67,7 +73,15 @@ fn speculative_greedy_equals_plain_greedy_for_every_drafter_and_k() {
     let max_tokens = 24;
     let mut runner = target.runner();
     let seq = runner.cache.add_seq();
-    let plain = generate(&mut runner, seq, &prompt, &mut Sampler::new(SamplerConfig::default()).unwrap(), &greedy_opts(max_tokens), |_| Ok(())).unwrap();
+    let plain = generate(
+        &mut runner,
+        seq,
+        &prompt,
+        &mut Sampler::new(SamplerConfig::default()).unwrap(),
+        &greedy_opts(max_tokens),
+        |_| Ok(()),
+    )
+    .unwrap();
     for mode in ["lookup", "ngram", "self", "model"] {
         for k in 1..=8 {
             let mut runner = target.runner();
@@ -75,12 +89,25 @@ fn speculative_greedy_equals_plain_greedy_for_every_drafter_and_k() {
             let mut drafter = target.drafter(mode);
             let spec = SpecOptions { k, adaptive: false, k_max: 8 };
             let (out, stats) = generate_speculative(
-                &mut runner, seq, &prompt, &mut Sampler::new(SamplerConfig::default()).unwrap(), &greedy_opts(max_tokens),
-                drafter.as_mut(), spec, |_| Ok(()),
+                &mut runner,
+                seq,
+                &prompt,
+                &mut Sampler::new(SamplerConfig::default()).unwrap(),
+                &greedy_opts(max_tokens),
+                drafter.as_mut(),
+                spec,
+                |_| Ok(()),
             )
             .unwrap();
-            assert_eq!(out.tokens, plain.tokens, "{mode} k={k}: speculative greedy differs from plain greedy ({stats:?})");
-            assert_eq!(runner.cache.seq_len(seq).unwrap(), prompt.len() + out.tokens.len() - 1, "{mode} k={k}: cache not rolled back exactly");
+            assert_eq!(
+                out.tokens, plain.tokens,
+                "{mode} k={k}: speculative greedy differs from plain greedy ({stats:?})"
+            );
+            assert_eq!(
+                runner.cache.seq_len(seq).unwrap(),
+                prompt.len() + out.tokens.len() - 1,
+                "{mode} k={k}: cache not rolled back exactly"
+            );
         }
     }
 }
@@ -95,12 +122,22 @@ fn prompt_lookup_accepts_most_drafts_on_a_repetitive_prompt() {
     let spec = SpecOptions { k: 8, adaptive: true, k_max: 12 };
     let before = runner.forward_passes;
     let (out, stats) = generate_speculative(
-        &mut runner, seq, &prompt, &mut Sampler::new(SamplerConfig::default()).unwrap(), &greedy_opts(48), drafter.as_mut(), spec,
+        &mut runner,
+        seq,
+        &prompt,
+        &mut Sampler::new(SamplerConfig::default()).unwrap(),
+        &greedy_opts(48),
+        drafter.as_mut(),
+        spec,
         |_| Ok(()),
     )
     .unwrap();
     let passes = runner.forward_passes - before;
-    eprintln!("lookup: {} tokens in {passes} target passes, acceptance {:.2}, {stats:?}", out.tokens.len(), stats.acceptance_rate());
+    eprintln!(
+        "lookup: {} tokens in {passes} target passes, acceptance {:.2}, {stats:?}",
+        out.tokens.len(),
+        stats.acceptance_rate()
+    );
     assert!(stats.acceptance_rate() > 0.6, "{stats:?}");
     assert!((passes as usize) * 2 < out.tokens.len(), "{passes} target passes for {} tokens", out.tokens.len());
 }
@@ -156,9 +193,17 @@ fn speculative_sampling_preserves_the_target_distribution() {
             let seq = runner.cache.add_seq();
             let opts = GenerateOptions { max_tokens: 2, prefill_chunk: 64, eog: vec![] };
             let spec = SpecOptions { k: 3, adaptive: false, k_max: 3 };
-            let (out, _) =
-                generate_speculative(&mut runner, seq, &prompt, &mut Sampler::new(config).unwrap(), &opts, drafter.as_mut(), spec, |_| Ok(()))
-                    .unwrap();
+            let (out, _) = generate_speculative(
+                &mut runner,
+                seq,
+                &prompt,
+                &mut Sampler::new(config).unwrap(),
+                &opts,
+                drafter.as_mut(),
+                spec,
+                |_| Ok(()),
+            )
+            .unwrap();
             counts[out.tokens[1] as usize] += 1;
         }
         // Pearson chi-square over the tokens expected at least 5 times (others pooled).
@@ -179,6 +224,10 @@ fn speculative_sampling_preserves_the_target_distribution() {
         }
         // 99.9th percentile of chi-square with up to 16 degrees of freedom is below 40.
         eprintln!("{mode}: chi2 = {chi2:.1} with {} dof", dof - 1);
-        assert!(chi2 < 40.0, "{mode}: chi2 {chi2:.1} ({} dof): output distribution differs from the target's\n{counts:?}\n{expected:?}", dof - 1);
+        assert!(
+            chi2 < 40.0,
+            "{mode}: chi2 {chi2:.1} ({} dof): output distribution differs from the target's\n{counts:?}\n{expected:?}",
+            dof - 1
+        );
     }
 }

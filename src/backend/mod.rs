@@ -11,6 +11,10 @@
 //! bit-identical to one-token-at-a-time runs on backends that keep this promise.
 
 pub mod cpu;
+#[cfg(feature = "wgpu")]
+pub mod wgpu;
+#[cfg(feature = "cuda")]
+pub mod cuda;
 
 use std::sync::Arc;
 

@@ -87,7 +87,11 @@ pub fn run_on<B: Backend>(backend: B, gguf: &Gguf, args: &GenerateArgs) -> Resul
         merge(&mut summary, pool_json(&runner.cache));
         writeln!(stdout, "{summary}")?;
     } else {
-        eprintln!("[{} prompts, {generated} tokens in {steps} forward passes, {:.1} tok/s aggregate]", prompts.len(), generated as f64 / secs);
+        eprintln!(
+            "[{} prompts, {generated} tokens in {steps} forward passes, {:.1} tok/s aggregate]",
+            prompts.len(),
+            generated as f64 / secs
+        );
     }
     Ok(())
 }

@@ -44,7 +44,8 @@ pub fn sampler_config(args: &GenerateArgs) -> SamplerConfig {
 
 /// The prompt's token ids: chat-templated with `--chat`, special tokens parsed.
 pub fn encode_prompt(tokenizer: &Tokenizer, text: &str, chat: bool) -> Result<Vec<u32>> {
-    let text = if chat { tokenizer.apply_chat_template(&[ChatMessage::new("user", text)], true)? } else { text.to_string() };
+    let text =
+        if chat { tokenizer.apply_chat_template(&[ChatMessage::new("user", text)], true)? } else { text.to_string() };
     Ok(tokenizer.encode(&text, true)?)
 }
 
@@ -59,7 +60,12 @@ pub fn pool_json<B: Backend>(cache: &KvCache<B>) -> Value {
     })
 }
 
-fn drafter<B: Backend>(args: &GenerateArgs, target: &Runner<B>, layout: CacheLayout, context: usize) -> Result<Option<Box<dyn Drafter>>> {
+fn drafter<B: Backend>(
+    args: &GenerateArgs,
+    target: &Runner<B>,
+    layout: CacheLayout,
+    context: usize,
+) -> Result<Option<Box<dyn Drafter>>> {
     let draft_sampler = |seed_offset: u64| -> Result<Option<Sampler>> {
         let mut c = sampler_config(args);
         c.seed ^= seed_offset;
@@ -79,7 +85,11 @@ fn drafter<B: Backend>(args: &GenerateArgs, target: &Runner<B>, layout: CacheLay
             let gguf = Gguf::open(path).with_context(|| format!("loading draft model {}", path.display()))?;
             let model = Llama::load(&*target.backend, &gguf)?;
             if model.config.vocab_size != target.config().vocab_size {
-                bail!("the draft model's vocabulary ({}) differs from the target's ({})", model.config.vocab_size, target.config().vocab_size);
+                bail!(
+                    "the draft model's vocabulary ({}) differs from the target's ({})",
+                    model.config.vocab_size,
+                    target.config().vocab_size
+                );
             }
             let r = Runner::new(target.backend.clone(), Arc::new(model), layout, context)?;
             Some(Box::new(ModelDrafter::new(r, draft_sampler(0x5eed)?, args.batch)))
@@ -95,7 +105,8 @@ fn run_on<B: Backend>(backend: B, gguf: &Gguf, args: &GenerateArgs) -> Result<()
     let mut runner = Runner::load(backend, gguf, layout, context)?;
     let prompt = encode_prompt(&tokenizer, args.prompt.as_deref().unwrap_or_default(), args.chat)?;
     let mut sampler = Sampler::new(sampler_config(args))?;
-    let opts = GenerateOptions { max_tokens: args.max_tokens, prefill_chunk: args.batch, eog: tokenizer.eog_ids().to_vec() };
+    let opts =
+        GenerateOptions { max_tokens: args.max_tokens, prefill_chunk: args.batch, eog: tokenizer.eog_ids().to_vec() };
     let seq = runner.cache.add_seq();
     let mut stream = tokenizer.stream_decoder();
     let mut stdout = std::io::stdout().lock();
@@ -110,7 +121,8 @@ fn run_on<B: Backend>(backend: B, gguf: &Gguf, args: &GenerateArgs) -> Result<()
         None => (generate(&mut runner, seq, &prompt, &mut sampler, &opts, &mut print)?, None),
         Some(mut d) => {
             let spec = SpecOptions { k: args.spec.speculate.max(1), adaptive: args.spec.adaptive_k, k_max: 16 };
-            let (g, s) = generate_speculative(&mut runner, seq, &prompt, &mut sampler, &opts, d.as_mut(), spec, &mut print)?;
+            let (g, s) =
+                generate_speculative(&mut runner, seq, &prompt, &mut sampler, &opts, d.as_mut(), spec, &mut print)?;
             (g, Some(s))
         }
     };
@@ -130,13 +142,16 @@ fn run_on<B: Backend>(backend: B, gguf: &Gguf, args: &GenerateArgs) -> Result<()
         });
         merge(&mut out, pool_json(&runner.cache));
         if let Some(s) = spec {
-            merge(&mut out, json!({
-                "acceptance_rate": s.acceptance_rate(),
-                "mean_accepted_len": s.mean_accepted_len(),
-                "drafted": s.drafted,
-                "accepted": s.accepted,
-                "draft_forward_passes": s.draft_forward_passes,
-            }));
+            merge(
+                &mut out,
+                json!({
+                    "acceptance_rate": s.acceptance_rate(),
+                    "mean_accepted_len": s.mean_accepted_len(),
+                    "drafted": s.drafted,
+                    "accepted": s.accepted,
+                    "draft_forward_passes": s.draft_forward_passes,
+                }),
+            );
         }
         writeln!(stdout, "{out}")?;
     } else {

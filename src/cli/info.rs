@@ -7,7 +7,13 @@ use ultra::model::{Config, weight_format_summary};
 
 pub fn run(args: InfoArgs) -> Result<()> {
     let gguf = args.model.open()?;
-    println!("GGUF v{}, {} metadata entries, {} tensors, alignment {}", gguf.version, gguf.metadata.len(), gguf.tensors.len(), gguf.alignment);
+    println!(
+        "GGUF v{}, {} metadata entries, {} tensors, alignment {}",
+        gguf.version,
+        gguf.metadata.len(),
+        gguf.tensors.len(),
+        gguf.alignment
+    );
     println!("\nmetadata:");
     for (key, value) in &gguf.metadata {
         println!("  {key:<44} {value}");
@@ -22,13 +28,30 @@ pub fn run(args: InfoArgs) -> Result<()> {
     match Config::from_gguf(&gguf) {
         Ok(c) => println!(
             "model: {} — {} layers, d_model {}, d_ff {}, {} heads / {} kv heads × {}, vocab {}, rope θ {} ({:?}), ctx {}",
-            c.arch.name(), c.n_layers, c.d_model, c.d_ff, c.n_heads, c.n_kv_heads, c.head_dim, c.vocab_size,
-            c.rope.theta, c.rope.style, c.context_length
+            c.arch.name(),
+            c.n_layers,
+            c.d_model,
+            c.d_ff,
+            c.n_heads,
+            c.n_kv_heads,
+            c.head_dim,
+            c.vocab_size,
+            c.rope.theta,
+            c.rope.style,
+            c.context_length
         ),
         Err(e) => println!("model: not runnable by this engine: {e}"),
     }
     if let Some(backend) = args.backend {
         println!("backend: {backend:?}");
+        #[cfg(feature = "wgpu")]
+        if backend == super::BackendName::Wgpu {
+            println!("{}", ultra::Wgpu::new()?.describe());
+        }
+        #[cfg(feature = "cuda")]
+        if backend == super::BackendName::Cuda {
+            println!("device: {}", ultra::Cuda::new(0)?.describe()?);
+        }
     }
     Ok(())
 }

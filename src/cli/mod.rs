@@ -32,7 +32,19 @@ macro_rules! with_backend {
                 let $be = ultra::Cpu::new();
                 $body
             }
+            #[cfg(feature = "wgpu")]
+            $crate::cli::BackendName::Wgpu => {
+                let $be = ultra::Wgpu::new()?;
+                $body
+            }
+            #[cfg(not(feature = "wgpu"))]
             $crate::cli::BackendName::Wgpu => Err(ultra::Error::BackendNotBuilt("wgpu").into()),
+            #[cfg(feature = "cuda")]
+            $crate::cli::BackendName::Cuda => {
+                let $be = ultra::Cuda::new(0)?;
+                $body
+            }
+            #[cfg(not(feature = "cuda"))]
             $crate::cli::BackendName::Cuda => Err(ultra::Error::BackendNotBuilt("cuda").into()),
         }
     };

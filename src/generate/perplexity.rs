@@ -25,7 +25,10 @@ pub fn perplexity<B: Backend>(
 ) -> Result<Perplexity> {
     let n_chunks = tokens.len() / ctx.max(1);
     if ctx < 4 || n_chunks == 0 {
-        return Err(Error::InvalidArgument(format!("perplexity needs ctx ≥ 4 and at least ctx tokens ({} given)", tokens.len())));
+        return Err(Error::InvalidArgument(format!(
+            "perplexity needs ctx ≥ 4 and at least ctx tokens ({} given)",
+            tokens.len()
+        )));
     }
     let first = ctx / 2;
     let (mut nll, mut nll2, mut count) = (0f64, 0f64, 0usize);

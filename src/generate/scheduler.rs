@@ -76,7 +76,16 @@ pub struct Scheduler<'a, B: Backend> {
 
 impl<'a, B: Backend> Scheduler<'a, B> {
     pub fn new(runner: &'a mut Runner<B>, eog: Vec<u32>, opts: SchedulerOptions) -> Self {
-        Scheduler { runner, eog, opts, waiting: VecDeque::new(), running: Vec::new(), clock: 0, steps: 0, preemptions: 0 }
+        Scheduler {
+            runner,
+            eog,
+            opts,
+            waiting: VecDeque::new(),
+            running: Vec::new(),
+            clock: 0,
+            steps: 0,
+            preemptions: 0,
+        }
     }
 
     pub fn submit(&mut self, req: Request) -> Result<()> {
@@ -86,7 +95,15 @@ impl<'a, B: Backend> Scheduler<'a, B> {
         if req.prompt.len() >= self.runner.context {
             return Err(Error::ContextOverflow { prompt: req.prompt.len(), context: self.runner.context });
         }
-        let waiting = Active { req, seq: usize::MAX, generated: Vec::new(), computed: 0, admitted_at: 0, cached_prompt_tokens: None, preemptions: 0 };
+        let waiting = Active {
+            req,
+            seq: usize::MAX,
+            generated: Vec::new(),
+            computed: 0,
+            admitted_at: 0,
+            cached_prompt_tokens: None,
+            preemptions: 0,
+        };
         self.waiting.push_back(waiting);
         Ok(())
     }
@@ -110,7 +127,9 @@ impl<'a, B: Backend> Scheduler<'a, B> {
         self.admit()?;
         let (batch, fed, rows) = self.build_batch()?;
         if batch.is_empty() {
-            return Err(Error::Cache("no sequence can make progress: the KV pool is too small for one prompt chunk".into()));
+            return Err(Error::Cache(
+                "no sequence can make progress: the KV pool is too small for one prompt chunk".into(),
+            ));
         }
         self.runner.forward(&batch)?;
         self.steps += 1;
@@ -186,7 +205,9 @@ impl<'a, B: Backend> Scheduler<'a, B> {
         let mut budget = self.opts.max_batch_tokens;
         // Decoding sequences first: they hold pages already and each needs one token.
         let mut order: Vec<usize> = (0..self.running.len()).collect();
-        order.sort_by_key(|&i| (self.running[i].needed().len() - self.running[i].computed > 1, self.running[i].admitted_at));
+        order.sort_by_key(|&i| {
+            (self.running[i].needed().len() - self.running[i].computed > 1, self.running[i].admitted_at)
+        });
         for i in order {
             let a = &self.running[i];
             let needed = a.needed();

@@ -234,7 +234,8 @@ impl<B: Backend> KvCache<B> {
     pub fn truncate(&mut self, id: SeqId, len: usize) -> Result<()> {
         let bs = self.layout.block_size;
         let keep = self.blocks_for(len);
-        let seq = self.seqs.get_mut(id).and_then(Option::as_mut).ok_or_else(|| Error::Cache(format!("no sequence {id}")))?;
+        let seq =
+            self.seqs.get_mut(id).and_then(Option::as_mut).ok_or_else(|| Error::Cache(format!("no sequence {id}")))?;
         if len >= seq.tokens.len() {
             return Ok(());
         }
@@ -277,7 +278,9 @@ impl<B: Backend> KvCache<B> {
             seq.blocks.iter().for_each(|&b| refs[b as usize] += 1);
         }
         match (0..self.layout.n_blocks).find(|&b| refs[b] != self.pool.refs(b as u32)) {
-            Some(b) => Err(format!("block {b}: {} sequence references, pool count {}", refs[b], self.pool.refs(b as u32))),
+            Some(b) => {
+                Err(format!("block {b}: {} sequence references, pool count {}", refs[b], self.pool.refs(b as u32)))
+            }
             None => Ok(()),
         }
     }

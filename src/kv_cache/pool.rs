@@ -163,7 +163,11 @@ impl BlockPool {
         let n = self.refs.len();
         let referenced = self.refs.iter().filter(|&&r| r > 0).count();
         if referenced + self.free.len() + self.evictable.len() != n {
-            return Err(format!("{referenced} referenced + {} free + {} evictable ≠ {n}", self.free.len(), self.evictable.len()));
+            return Err(format!(
+                "{referenced} referenced + {} free + {} evictable ≠ {n}",
+                self.free.len(),
+                self.evictable.len()
+            ));
         }
         if self.free.iter().any(|&b| self.refs[b as usize] != 0 || self.registered[b as usize].is_some()) {
             return Err("a free block is referenced or registered".into());

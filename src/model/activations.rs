@@ -27,7 +27,14 @@ pub struct Activations<B: Backend> {
 }
 
 impl<B: Backend> Activations<B> {
-    pub fn new(be: &B, c: &Config, n_tokens: usize, n_logits: usize, max_blocks: usize, block_size: usize) -> Result<Self> {
+    pub fn new(
+        be: &B,
+        c: &Config,
+        n_tokens: usize,
+        n_logits: usize,
+        max_blocks: usize,
+        block_size: usize,
+    ) -> Result<Self> {
         let f = |rows, cols| be.alloc(DType::F32, rows, cols);
         let u = |rows, cols| be.alloc(DType::U32, rows, cols);
         Ok(Activations {

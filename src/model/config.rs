@@ -46,7 +46,9 @@ impl Config {
         let arch = match arch_name {
             "llama" => Arch::Llama,
             "qwen2" => Arch::Qwen2,
-            other => return Err(Error::Metadata(format!("architecture `{other}` is not supported (llama, qwen2 are)"))),
+            other => {
+                return Err(Error::Metadata(format!("architecture `{other}` is not supported (llama, qwen2 are)")));
+            }
         };
         let key = |k: &str| format!("{arch_name}.{k}");
         let int = |k: &str| -> Result<usize> {
@@ -60,11 +62,8 @@ impl Config {
         let d_model = int("embedding_length")?;
         let d_ff = int("feed_forward_length")?;
         let n_heads = int("attention.head_count")?;
-        let n_kv_heads = if gguf.get(&key("attention.head_count_kv")).is_some() {
-            int("attention.head_count_kv")?
-        } else {
-            n_heads
-        };
+        let n_kv_heads =
+            if gguf.get(&key("attention.head_count_kv")).is_some() { int("attention.head_count_kv")? } else { n_heads };
         let head_dim = match gguf.get(&key("attention.key_length")) {
             Some(_) => int("attention.key_length")?,
             None => d_model / n_heads,
@@ -91,7 +90,9 @@ impl Config {
             None => head_dim,
         };
         if n_rot > head_dim || n_rot % 2 != 0 {
-            return Err(Error::Metadata(format!("rope.dimension_count {n_rot} must be even and ≤ head_dim {head_dim}")));
+            return Err(Error::Metadata(format!(
+                "rope.dimension_count {n_rot} must be even and ≤ head_dim {head_dim}"
+            )));
         }
         let freq_scale = match gguf.get(&key("rope.scaling.type")).and_then(|v| v.as_str()) {
             None | Some("none") => 1.0,
@@ -108,7 +109,19 @@ impl Config {
             style: if arch == Arch::Qwen2 { RopeStyle::Neox } else { RopeStyle::Normal },
         };
         let context_length = int("context_length")?;
-        Ok(Config { arch, n_layers, d_model, d_ff, n_heads, n_kv_heads, head_dim, vocab_size, norm_eps, rope, context_length })
+        Ok(Config {
+            arch,
+            n_layers,
+            d_model,
+            d_ff,
+            n_heads,
+            n_kv_heads,
+            head_dim,
+            vocab_size,
+            norm_eps,
+            rope,
+            context_length,
+        })
     }
 
     /// Width of the K (and V) rows: all KV heads of one token.

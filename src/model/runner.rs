@@ -64,14 +64,30 @@ impl<B: Backend> Runner<B> {
 
     /// A runner that computes only the first `depth` layers, then the model's head: a cheap draft
     /// of the same model for self-speculative decoding. Its cache holds `depth` layers.
-    pub fn with_depth(backend: Arc<B>, model: Arc<Llama<B>>, layout: CacheLayout, context: usize, depth: usize) -> Result<Runner<B>> {
+    pub fn with_depth(
+        backend: Arc<B>,
+        model: Arc<Llama<B>>,
+        layout: CacheLayout,
+        context: usize,
+        depth: usize,
+    ) -> Result<Runner<B>> {
         if depth == 0 || depth > model.config.n_layers {
             return Err(Error::InvalidArgument(format!("depth {depth} outside 1..={}", model.config.n_layers)));
         }
         let cache_config = Config { n_layers: depth, ..model.config.clone() };
         let cache = KvCache::new(&*backend, &cache_config, layout)?;
         let context = context.min(cache.max_seq_len());
-        Ok(Runner { backend, model, depth, cache, context, shapes: Vec::new(), logits: Vec::new(), forward_passes: 0, host: HostInputs::default() })
+        Ok(Runner {
+            backend,
+            model,
+            depth,
+            cache,
+            context,
+            shapes: Vec::new(),
+            logits: Vec::new(),
+            forward_passes: 0,
+            host: HostInputs::default(),
+        })
     }
 
     pub fn config(&self) -> &Config {
@@ -116,7 +132,10 @@ impl<B: Backend> Runner<B> {
             need += self.cache.blocks_needed(s, toks.len())?;
         }
         if need > self.cache.free_blocks() {
-            return Err(Error::Cache(format!("out of KV blocks: the batch needs {need}, {} available", self.cache.free_blocks())));
+            return Err(Error::Cache(format!(
+                "out of KV blocks: the batch needs {need}, {} available",
+                self.cache.free_blocks()
+            )));
         }
         for (&s, toks) in seqs.iter().zip(&per_seq) {
             self.cache.append(&*self.backend, s, toks)?;
@@ -154,7 +173,10 @@ impl<B: Backend> Runner<B> {
                     )));
                 }
                 if t.token as usize >= vocab {
-                    return Err(Error::InvalidArgument(format!("token id {} is outside the vocabulary ({vocab})", t.token)));
+                    return Err(Error::InvalidArgument(format!(
+                        "token id {} is outside the vocabulary ({vocab})",
+                        t.token
+                    )));
                 }
                 next += 1;
             }
@@ -206,7 +228,14 @@ impl<B: Backend> Runner<B> {
                     self.shapes.remove(0);
                 }
                 let max_blocks = self.cache.blocks_for(self.context);
-                Activations::new(&*self.backend, &self.model.config, n_tokens, n_logits, max_blocks, self.cache.layout.block_size)?
+                Activations::new(
+                    &*self.backend,
+                    &self.model.config,
+                    n_tokens,
+                    n_logits,
+                    max_blocks,
+                    self.cache.layout.block_size,
+                )?
             }
         };
         self.shapes.push(a);

@@ -9,24 +9,24 @@ use crate::quant::{Format, dequantize_row};
 
 /// One transformer block.
 pub struct LayerWeights<B: Backend> {
-    pub attn_norm: Tensor<B>,      // [1, d_model]
-    pub w_q: Weight<B>,            // [q_dim, d_model]
-    pub w_k: Weight<B>,            // [kv_dim, d_model]
-    pub w_v: Weight<B>,            // [kv_dim, d_model]
-    pub b_q: Option<Tensor<B>>,    // [1, q_dim] (qwen2)
-    pub b_k: Option<Tensor<B>>,    // [1, kv_dim]
-    pub b_v: Option<Tensor<B>>,    // [1, kv_dim]
-    pub w_o: Weight<B>,            // [d_model, q_dim]
-    pub ffn_norm: Tensor<B>,       // [1, d_model]
-    pub w_gate: Weight<B>,         // [d_ff, d_model]
-    pub w_up: Weight<B>,           // [d_ff, d_model]
-    pub w_down: Weight<B>,         // [d_model, d_ff]
+    pub attn_norm: Tensor<B>,   // [1, d_model]
+    pub w_q: Weight<B>,         // [q_dim, d_model]
+    pub w_k: Weight<B>,         // [kv_dim, d_model]
+    pub w_v: Weight<B>,         // [kv_dim, d_model]
+    pub b_q: Option<Tensor<B>>, // [1, q_dim] (qwen2)
+    pub b_k: Option<Tensor<B>>, // [1, kv_dim]
+    pub b_v: Option<Tensor<B>>, // [1, kv_dim]
+    pub w_o: Weight<B>,         // [d_model, q_dim]
+    pub ffn_norm: Tensor<B>,    // [1, d_model]
+    pub w_gate: Weight<B>,      // [d_ff, d_model]
+    pub w_up: Weight<B>,        // [d_ff, d_model]
+    pub w_down: Weight<B>,      // [d_model, d_ff]
 }
 
 pub struct Weights<B: Backend> {
-    pub embed: Weight<B>,           // [vocab, d_model]
+    pub embed: Weight<B>, // [vocab, d_model]
     pub layers: Vec<LayerWeights<B>>,
-    pub output_norm: Tensor<B>,     // [1, d_model]
+    pub output_norm: Tensor<B>, // [1, d_model]
     /// `None` when the output projection is tied to `embed` (no copy is made).
     pub lm_head: Option<Weight<B>>, // [vocab, d_model]
 }
@@ -73,7 +73,10 @@ impl<B: Backend> Loader<'_, B> {
     fn vector(&self, name: &str, len: usize) -> Result<Tensor<B>> {
         let info = self.gguf.tensor(name).ok_or_else(|| Error::MissingTensor(name.to_string()))?;
         if info.rows() * info.cols() != len {
-            return Err(Error::Metadata(format!("tensor `{name}` has {} values, expected {len}", info.rows() * info.cols())));
+            return Err(Error::Metadata(format!(
+                "tensor `{name}` has {} values, expected {len}",
+                info.rows() * info.cols()
+            )));
         }
         let format = info.format()?;
         let mut values = vec![0f32; len];
@@ -135,7 +138,9 @@ impl<B: Backend> Weights<B> {
         let per_layer: u64 = self
             .layers
             .iter()
-            .map(|l| [&l.w_q, &l.w_k, &l.w_v, &l.w_o, &l.w_gate, &l.w_up, &l.w_down].into_iter().map(bytes).sum::<u64>())
+            .map(|l| {
+                [&l.w_q, &l.w_k, &l.w_v, &l.w_o, &l.w_gate, &l.w_up, &l.w_down].into_iter().map(bytes).sum::<u64>()
+            })
             .sum();
         per_layer + bytes(self.lm_head()) + self.embed.format.row_bytes(self.embed.cols).unwrap_or(0) as u64
     }

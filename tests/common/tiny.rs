@@ -17,11 +17,24 @@ pub struct TinySpec {
     pub seed: u64,
     /// Multiplies the output projection: larger makes the next-token distribution peakier.
     pub logit_scale: f32,
+    /// `llama`, or `qwen2` (q/k/v biases, NeoX RoPE).
+    pub arch: &'static str,
 }
 
 impl Default for TinySpec {
     fn default() -> Self {
-        TinySpec { n_layers: 2, d_model: 32, d_ff: 64, n_heads: 4, n_kv_heads: 2, vocab: 16, context: 256, seed: 1, logit_scale: 1.0 }
+        TinySpec {
+            n_layers: 2,
+            d_model: 32,
+            d_ff: 64,
+            n_heads: 4,
+            n_kv_heads: 2,
+            vocab: 16,
+            context: 256,
+            seed: 1,
+            logit_scale: 1.0,
+            arch: "llama",
+        }
     }
 }
 
@@ -55,16 +68,17 @@ pub fn tiny_gguf(spec: &TinySpec) -> Gguf {
     let (d, ff, hd) = (spec.d_model, spec.d_ff, spec.d_model / spec.n_heads);
     let kv = spec.n_kv_heads * hd;
     let mut w = GgufWriter::new();
-    w.meta("general.architecture", Value::String("llama".into()))
-        .meta("llama.block_count", Value::U32(spec.n_layers as u32))
-        .meta("llama.context_length", Value::U32(spec.context as u32))
-        .meta("llama.embedding_length", Value::U32(d as u32))
-        .meta("llama.feed_forward_length", Value::U32(ff as u32))
-        .meta("llama.attention.head_count", Value::U32(spec.n_heads as u32))
-        .meta("llama.attention.head_count_kv", Value::U32(spec.n_kv_heads as u32))
-        .meta("llama.rope.freq_base", Value::F32(10000.0))
-        .meta("llama.attention.layer_norm_rms_epsilon", Value::F32(1e-5))
-        .meta("llama.vocab_size", Value::U32(spec.vocab as u32));
+    let a = spec.arch;
+    w.meta("general.architecture", Value::String(a.into()))
+        .meta(&format!("{a}.block_count"), Value::U32(spec.n_layers as u32))
+        .meta(&format!("{a}.context_length"), Value::U32(spec.context as u32))
+        .meta(&format!("{a}.embedding_length"), Value::U32(d as u32))
+        .meta(&format!("{a}.feed_forward_length"), Value::U32(ff as u32))
+        .meta(&format!("{a}.attention.head_count"), Value::U32(spec.n_heads as u32))
+        .meta(&format!("{a}.attention.head_count_kv"), Value::U32(spec.n_kv_heads as u32))
+        .meta(&format!("{a}.rope.freq_base"), Value::F32(10000.0))
+        .meta(&format!("{a}.attention.layer_norm_rms_epsilon"), Value::F32(1e-5))
+        .meta(&format!("{a}.vocab_size"), Value::U32(spec.vocab as u32));
     let s = 1.0 / (d as f32).sqrt();
     w.tensor("token_embd.weight", Format::F32, spec.vocab, d, matrix(&mut rng, spec.vocab, d, 1.0));
     for i in 0..spec.n_layers {
@@ -74,6 +88,11 @@ pub fn tiny_gguf(spec: &TinySpec) -> Gguf {
         w.tensor(&n("attn_k"), Format::F32, kv, d, matrix(&mut rng, kv, d, s));
         w.tensor(&n("attn_v"), Format::F32, kv, d, matrix(&mut rng, kv, d, s));
         w.tensor(&n("attn_output"), Format::F32, d, d, matrix(&mut rng, d, d, s));
+        if a == "qwen2" {
+            for (name, len) in [("attn_q", d), ("attn_k", kv), ("attn_v", kv)] {
+                w.tensor(&format!("blk.{i}.{name}.bias"), Format::F32, 1, len, matrix(&mut rng, 1, len, 0.5));
+            }
+        }
         w.tensor(&n("ffn_norm"), Format::F32, 1, d, norm(&mut rng, d));
         w.tensor(&n("ffn_gate"), Format::F32, ff, d, matrix(&mut rng, ff, d, s));
         w.tensor(&n("ffn_up"), Format::F32, ff, d, matrix(&mut rng, ff, d, s));

@@ -161,7 +161,8 @@ pub fn check_family<B: Backend>(backend: &B, family: Family) {
             let name = case.op.to_string();
             let mut rng = Rng::from_name(&name);
             let result = run::run(backend, &case.op, &mut rng).map_err(|err| format!("backend error: {err}"));
-            let checked = result.and_then(|(expected, actual)| compare(case.tolerance, &expected, &actual));
+            let tolerance = cases::tolerance_on(backend.name(), case);
+            let checked = result.and_then(|(expected, actual)| compare(tolerance, &expected, &actual));
             checked.err().map(|err| format!("{name} [{}]: {err}", case.why))
         })
         .collect();
@@ -172,4 +173,19 @@ pub fn check_family<B: Backend>(backend: &B, family: Family) {
         failures.len(),
         failures.join("\n")
     );
+}
+
+/// The backend, or None after printing `SKIPPED: no <what> device: <reason>`; with `require`
+/// (e.g. ULTRA_REQUIRE_CUDA) set to 1, a missing device fails the test instead.
+#[allow(dead_code)]
+pub fn or_skip<B: Backend>(what: &str, require: &str, made: ultra::Result<B>) -> Option<B> {
+    match made {
+        Ok(b) => Some(b),
+        Err(e) => {
+            let msg = format!("SKIPPED: no {what} device: {e}");
+            assert!(std::env::var(require).as_deref() != Ok("1"), "{msg}");
+            eprintln!("{msg}");
+            None
+        }
+    }
 }

@@ -12,14 +12,15 @@ mod run;
 /// One `#[test]` per family, each running that family's cases on `backend()`.
 macro_rules! family_tests {
     ($($test:ident => $family:ident),* $(,)?) => {
-        $(#[test] fn $test() { crate::harness::check_family(&backend(), crate::cases::Family::$family) })*
+        $(#[test] fn $test() { if let Some(b) = backend() { crate::harness::check_family(&b, crate::cases::Family::$family) } })*
     };
 }
 
 macro_rules! op_suite {
     ($backend:ident => $make:expr) => {
         mod $backend {
-            fn backend() -> impl ultra::Backend {
+            /// The backend, or None (after a loud SKIPPED line) when its device is missing.
+            fn backend() -> Option<impl ultra::Backend> {
                 $make
             }
 
@@ -32,26 +33,40 @@ macro_rules! op_suite {
 
             #[test]
             fn misuse() {
-                let missed = crate::misuse::check(&backend());
+                let Some(b) = backend() else { return };
+                let missed = crate::misuse::check(&b);
                 assert!(missed.is_empty(), "these misuses were not reported as errors: {missed:#?}");
             }
             #[test]
             fn invariance_matmul() {
-                crate::invariance::matmul(&backend())
+                if let Some(b) = backend() {
+                    crate::invariance::matmul(&b)
+                }
             }
             #[test]
             fn invariance_rms_norm() {
-                crate::invariance::rms_norm(&backend())
+                if let Some(b) = backend() {
+                    crate::invariance::rms_norm(&b)
+                }
             }
             #[test]
             fn invariance_attention() {
-                crate::invariance::attention(&backend())
+                if let Some(b) = backend() {
+                    crate::invariance::attention(&b)
+                }
             }
         }
     };
 }
 
-op_suite!(cpu => ultra::Cpu::new());
+op_suite!(cpu => Some(ultra::Cpu::new()));
+#[cfg(feature = "wgpu")]
+op_suite!(wgpu => crate::harness::or_skip("wgpu", "ULTRA_REQUIRE_WGPU", ultra::Wgpu::with_options(ultra::backend::wgpu::Options::from_env())));
+// The fallback kernels (no subgroups, no f16), as `ULTRA_WGPU_DISABLE=subgroups,f16` selects.
+#[cfg(feature = "wgpu")]
+op_suite!(wgpu_fallbacks => crate::harness::or_skip("wgpu", "ULTRA_REQUIRE_WGPU", ultra::Wgpu::with_options(ultra::backend::wgpu::Options::fallbacks())));
+#[cfg(feature = "cuda")]
+op_suite!(cuda => crate::harness::or_skip("CUDA", "ULTRA_REQUIRE_CUDA", ultra::Cuda::new(0)));
 
 /// Every family has cases (a new family without rows fails here, not silently).
 #[test]

@@ -1,0 +1,96 @@
+// attention  dst[t, h] = Σ_{j ≤ pos[t]} softmax_j(scale · q[t, h] · K[j, h/g]) · V[j, h/g], K and V read through
+//            the block table: slot(j) = block_table[seq[t]][j / block_size] · block_size + j % block_size
+// Layout     q, dst: [n_tokens, n_heads · head_dim] f32; cache_k, cache_v: [n_slots, n_kv_heads · head_dim];
+//            partial: [n_tokens · n_heads][n_splits][2 + head_dim] = (max, sum, unnormalized output)
+// Launch     attention: grid (n_tokens · n_heads, n_splits), 4 warps; split s takes keys j ≡ s (mod n_splits),
+//            each warp every 4th of those (flash-decoding); attention_combine: one block per (token, head);
+//            indices outside the block table or the cache are skipped, never read
+// Numerics   f32 online softmax per warp (running max, rescaled sums), merged by max-rescaling; head_dim ≤ 256
+
+#define MAX_DIMS_PER_LANE 8
+#define ATT_WARPS 4
+
+extern "C" __global__ void __launch_bounds__(128)
+    attention(const float* q, const float* cache_k, const float* cache_v, const u32* seq, const u32* pos,
+              const u32* block_table, float* dst, float* partial, u32 n_heads, u32 n_kv_heads, u32 head_dim,
+              float scale, u32 block_size, u32 max_blocks, u32 n_splits, u32 n_seqs, u32 n_slots) {
+    __shared__ float s_max[ATT_WARPS], s_sum[ATT_WARPS];
+    __shared__ float s_acc[ATT_WARPS][256];
+    const u32 th = blockIdx.x, t = th / n_heads, h = th % n_heads, split = blockIdx.y;
+    const u32 kv_head = h / (n_heads / n_kv_heads), kv_dim = n_kv_heads * head_dim;
+    const u32 lane = threadIdx.x & 31, warp = threadIdx.x >> 5;
+    const u32 sq = seq[t];
+    const u32* table = block_table + (u64)(sq < n_seqs ? sq : 0) * max_blocks;
+    const u32 last = sq < n_seqs ? pos[t] : 0xffffffffu;  // a bad seq attends to nothing (zeros)
+    const float* qh = q + (u64)th * head_dim;
+    float qr[MAX_DIMS_PER_LANE], acc[MAX_DIMS_PER_LANE];
+#pragma unroll
+    for (int i = 0; i < MAX_DIMS_PER_LANE; i++) {
+        const u32 d = lane + 32 * i;
+        qr[i] = d < head_dim ? qh[d] * scale : 0.0f;
+        acc[i] = 0.0f;
+    }
+    float run_max = -1e30f, run_sum = 0.0f;  // finite start: empty splits merge without NaN
+    for (u32 j = split + n_splits * warp; j <= last && last != 0xffffffffu; j += n_splits * ATT_WARPS) {
+        if (j / block_size >= max_blocks) break;
+        const u64 slot = (u64)table[j / block_size] * block_size + j % block_size;
+        if (slot >= n_slots) break;  // a block outside the cache: skipped, never read
+        const float* kr = cache_k + slot * kv_dim + (u64)kv_head * head_dim;
+        const float* vr = cache_v + slot * kv_dim + (u64)kv_head * head_dim;
+        float dot = 0.0f;
+#pragma unroll
+        for (int i = 0; i < MAX_DIMS_PER_LANE; i++) {
+            const u32 d = lane + 32 * i;
+            if (d < head_dim) dot += qr[i] * kr[d];
+        }
+        dot = warp_sum(dot);
+        const float new_max = fmaxf(run_max, dot);
+        const float corr = expf(run_max - new_max), p = expf(dot - new_max);
+        run_sum = run_sum * corr + p;
+#pragma unroll
+        for (int i = 0; i < MAX_DIMS_PER_LANE; i++) {
+            const u32 d = lane + 32 * i;
+            if (d < head_dim) acc[i] = acc[i] * corr + p * vr[d];
+        }
+        run_max = new_max;
+    }
+    if (lane == 0) {
+        s_max[warp] = run_max;
+        s_sum[warp] = run_sum;
+    }
+#pragma unroll
+    for (int i = 0; i < MAX_DIMS_PER_LANE; i++) {
+        const u32 d = lane + 32 * i;
+        if (d < head_dim) s_acc[warp][d] = acc[i];
+    }
+    __syncthreads();
+    float m = s_max[0];
+    for (int w = 1; w < ATT_WARPS; w++) m = fmaxf(m, s_max[w]);
+    float l = 0.0f;
+    for (int w = 0; w < ATT_WARPS; w++) l += s_sum[w] * expf(s_max[w] - m);
+    float* out = partial + ((u64)th * n_splits + split) * (2 + head_dim);
+    for (u32 d = threadIdx.x; d < head_dim; d += blockDim.x) {
+        float a = 0.0f;
+        for (int w = 0; w < ATT_WARPS; w++) a += s_acc[w][d] * expf(s_max[w] - m);
+        if (n_splits == 1) dst[(u64)th * head_dim + d] = l > 0.0f ? a / l : 0.0f;
+        else out[2 + d] = a;
+    }
+    if (n_splits > 1 && threadIdx.x == 0) {
+        out[0] = m;
+        out[1] = l;
+    }
+}
+
+extern "C" __global__ void attention_combine(const float* partial, float* dst, u32 head_dim, u32 n_splits) {
+    const u32 th = blockIdx.x, stride = 2 + head_dim;
+    const float* base = partial + (u64)th * n_splits * stride;
+    float m = -1e30f;
+    for (u32 s = 0; s < n_splits; s++) m = fmaxf(m, base[s * stride]);
+    float l = 0.0f;
+    for (u32 s = 0; s < n_splits; s++) l += base[s * stride + 1] * expf(base[s * stride] - m);
+    for (u32 d = threadIdx.x; d < head_dim; d += blockDim.x) {
+        float a = 0.0f;
+        for (u32 s = 0; s < n_splits; s++) a += base[s * stride + 2 + d] * expf(base[s * stride] - m);
+        dst[(u64)th * head_dim + d] = l > 0.0f ? a / l : 0.0f;
+    }
+}

@@ -1,0 +1,97 @@
+// common.cuh  helpers prepended (as text) to every kernel file before NVRTC compiles it
+// Layout      no layouts of its own: integer typedefs, f16/bf16 decoding, warp/block reductions, dp4a
+// Launch      reductions assume blockDim.x is a multiple of 32 and at most 1024
+// Numerics    f16 → f32 through PTX cvt (exact); sums in f32, butterfly order (xor shuffles)
+
+typedef unsigned char u8;
+typedef unsigned short u16;
+typedef unsigned int u32;
+typedef unsigned long long u64;
+
+#define FULL_MASK 0xffffffffu
+#ifndef INFINITY
+#define INFINITY __int_as_float(0x7f800000)
+#endif
+
+// NVRTC brings no cuda_fp16.h: decode halves with the PTX conversion instruction.
+__device__ __forceinline__ float f16_to_f32(u16 h) {
+    float f;
+    asm("cvt.f32.f16 %0, %1;" : "=f"(f) : "h"(h));
+    return f;
+}
+
+__device__ __forceinline__ float bf16_to_f32(u16 h) { return __uint_as_float(((u32)h) << 16); }
+
+__device__ __forceinline__ u16 f32_to_f16(float f) {
+    u16 h;
+    asm("cvt.rn.f16.f32 %0, %1;" : "=h"(h) : "f"(f));
+    return h;
+}
+
+// Four signed byte products summed into c (sm_61+).
+__device__ __forceinline__ int dp4a(int a, int b, int c) {
+    int r;
+    asm("dp4a.s32.s32 %0, %1, %2, %3;" : "=r"(r) : "r"(a), "r"(b), "r"(c));
+    return r;
+}
+
+__device__ __forceinline__ float warp_sum(float v) {
+#pragma unroll
+    for (int o = 16; o > 0; o >>= 1) v += __shfl_xor_sync(FULL_MASK, v, o);
+    return v;
+}
+
+__device__ __forceinline__ float warp_max(float v) {
+#pragma unroll
+    for (int o = 16; o > 0; o >>= 1) v = fmaxf(v, __shfl_xor_sync(FULL_MASK, v, o));
+    return v;
+}
+
+// Sum over the whole block; every thread receives the total.
+__device__ __forceinline__ float block_sum(float v) {
+    __shared__ float partial[32];
+    const u32 lane = threadIdx.x & 31, warp = threadIdx.x >> 5, n_warps = (blockDim.x + 31) >> 5;
+    v = warp_sum(v);
+    __syncthreads();  // partial may still be read by a previous call
+    if (lane == 0) partial[warp] = v;
+    __syncthreads();
+    v = lane < n_warps ? partial[lane] : 0.0f;
+    return warp_sum(v);
+}
+
+// ---- block decoding shared by the 4- and 5-bit formats --------------------------------------
+// A repacked 4-bit block holds 16 bytes: byte j's low nibble is value j, its high nibble value j+16
+// (GGUF's order). x0, x1 hold the activation block's values 0..15 and 16..31 as int8.
+
+// The four fifth bits (bits base..base+3 of qh) moved to bit 4 of each byte.
+__device__ __forceinline__ u32 spread_high_bits(u32 qh, u32 base) {
+    const u32 h = qh >> base;
+    return ((h & 1u) << 4) | ((h & 2u) << 11) | ((h & 4u) << 18) | ((h & 8u) << 25);
+}
+
+// Σ_j q_j · x_j over one block of 4-bit values (0..15), plus the fifth bits when has_qh.
+__device__ __forceinline__ int dot_nibbles(uint4 q, u32 qh, bool has_qh, int4 x0, int4 x1) {
+    const u32 w[4] = {q.x, q.y, q.z, q.w};
+    const int a[4] = {x0.x, x0.y, x0.z, x0.w};
+    const int b[4] = {x1.x, x1.y, x1.z, x1.w};
+    int s = 0;
+#pragma unroll
+    for (int i = 0; i < 4; i++) {
+        u32 lo = w[i] & 0x0F0F0F0Fu, hi = (w[i] >> 4) & 0x0F0F0F0Fu;
+        if (has_qh) {
+            lo |= spread_high_bits(qh, 4 * i);
+            hi |= spread_high_bits(qh, 16 + 4 * i);
+        }
+        s = dp4a((int)lo, a[i], s);
+        s = dp4a((int)hi, b[i], s);
+    }
+    return s;
+}
+
+// Value j (0..31) of a 4-bit block (with its fifth bit when has_qh).
+__device__ __forceinline__ int nibble_at(const u8* q16, u32 qh, bool has_qh, u32 j) {
+    const u8 byte = q16[j & 15];
+    int v = j < 16 ? (byte & 15) : (byte >> 4);
+    if (has_qh) v |= ((qh >> j) & 1u) << 4;
+    return v;
+}

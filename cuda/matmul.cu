@@ -1,0 +1,111 @@
+// matmul      dst[m, n] = Σ_k x[m, k] · w[n, k]; body joined after one format decoder (matmul_<format>.cu)
+// Layout      x: f32 [m][k] (float weights) or int8 xq [m][k] + float2 xds [m][k/32] (quantized, quantize_q8_1.cu)
+// Launch      matmul_vec_mM: 32/group rows per warp, group lanes per row, grid.y = ceil(m / M);
+//             matmul_tile: 64×64 output tile per 256-thread block, K steps of 32 through shared memory
+// Numerics    vec: exact int32 block sums (dp4a) scaled in f32, lane-strided then xor-shuffle reduced;
+//             tile: f32 FMAs in k order per thread
+
+template <int M>
+__device__ __forceinline__ void matmul_vec_body(const u8* qs, const u8* qh, const u8* dm, const void* x,
+                                                const float2* xds, float* dst, u32 m, u32 n, u32 k, u32 group) {
+    const u32 lane = threadIdx.x & 31;
+    const u64 warp = ((u64)blockIdx.x * blockDim.x + threadIdx.x) >> 5;
+    const u64 row = warp * (32 / group) + lane / group;
+    const u32 sub = lane & (group - 1);
+    const u32 m0 = blockIdx.y * M;
+    float acc[M];
+#pragma unroll
+    for (int r = 0; r < M; r++) acc[r] = 0.0f;
+    if (row < n) {
+#if FORMAT_QUANTIZED
+        const u32 nb = k / 32;
+        const int4* xq = (const int4*)x;
+#pragma unroll 2
+        for (u32 b = sub; b < nb; b += group) {
+            const u64 blk = row * nb + b;
+#pragma unroll
+            for (int r = 0; r < M; r++) {
+                if (m0 + r < m) {
+                    const u64 xb = (u64)(m0 + r) * nb + b;
+                    acc[r] += block_dot(qs, qh, dm, blk, xq[2 * xb], xq[2 * xb + 1], xds[xb]);
+                }
+            }
+        }
+#else
+        const float* xf = (const float*)x;
+        for (u32 c = sub; c < k; c += group) {
+            const float w = w_get(qs, qh, dm, row, c, k);
+#pragma unroll
+            for (int r = 0; r < M; r++) {
+                if (m0 + r < m) acc[r] += w * xf[(u64)(m0 + r) * k + c];
+            }
+        }
+#endif
+    }
+#pragma unroll
+    for (int r = 0; r < M; r++) {
+        for (u32 o = group >> 1; o > 0; o >>= 1) acc[r] += __shfl_xor_sync(FULL_MASK, acc[r], o);
+    }
+    if (row < n && sub == 0) {
+#pragma unroll
+        for (int r = 0; r < M; r++) {
+            if (m0 + r < m) dst[(u64)(m0 + r) * n + row] = acc[r];
+        }
+    }
+}
+
+#define MATMUL_VEC(M)                                                                                        \
+    extern "C" __global__ void matmul_vec_m##M(const u8* qs, const u8* qh, const u8* dm, const void* x,     \
+                                               const float2* xds, float* dst, u32 m, u32 n, u32 k,          \
+                                               u32 group) {                                                  \
+        matmul_vec_body<M>(qs, qh, dm, x, xds, dst, m, n, k, group);                                         \
+    }
+MATMUL_VEC(1)
+MATMUL_VEC(2)
+MATMUL_VEC(4)
+MATMUL_VEC(8)
+
+#define TILE 64
+#define TILE_K 32
+
+extern "C" __global__ void __launch_bounds__(256) matmul_tile(const u8* qs, const u8* qh, const u8* dm,
+                                                              const float* x, float* dst, u32 m, u32 n, u32 k) {
+    __shared__ float xs[TILE_K][TILE + 4];
+    __shared__ float ws[TILE_K][TILE + 4];
+    const u32 tid = threadIdx.x, tx = tid & 15, ty = tid >> 4;
+    const u32 m0 = blockIdx.y * TILE, n0 = blockIdx.x * TILE;
+    float acc[4][4] = {};
+    for (u32 k0 = 0; k0 < k; k0 += TILE_K) {
+#pragma unroll
+        for (int i = 0; i < TILE * TILE_K / 256; i++) {
+            const u32 idx = tid + 256 * i, r = idx / TILE_K, c = idx % TILE_K;
+            const bool in_k = k0 + c < k;
+            xs[c][r] = (m0 + r < m && in_k) ? x[(u64)(m0 + r) * k + k0 + c] : 0.0f;
+            ws[c][r] = (n0 + r < n && in_k) ? w_get(qs, qh, dm, n0 + r, k0 + c, k) : 0.0f;
+        }
+        __syncthreads();
+#pragma unroll 8
+        for (int kk = 0; kk < TILE_K; kk++) {
+            float a[4], b[4];
+#pragma unroll
+            for (int i = 0; i < 4; i++) {
+                a[i] = xs[kk][ty * 4 + i];
+                b[i] = ws[kk][tx * 4 + i];
+            }
+#pragma unroll
+            for (int i = 0; i < 4; i++)
+#pragma unroll
+                for (int j = 0; j < 4; j++) acc[i][j] += a[i] * b[j];
+        }
+        __syncthreads();
+    }
+#pragma unroll
+    for (int i = 0; i < 4; i++) {
+        const u32 r = m0 + ty * 4 + i;
+#pragma unroll
+        for (int j = 0; j < 4; j++) {
+            const u32 c = n0 + tx * 4 + j;
+            if (r < m && c < n) dst[(u64)r * n + c] = acc[i][j];
+        }
+    }
+}

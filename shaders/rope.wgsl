@@ -1,0 +1,29 @@
+// rope      x[t, h·hd + a], x[t, h·hd + b] ← rotation of the pair by angle pos[t] · freq_scale · theta^(-2i/n_rot)
+// Layout    x: [n_tokens, n_heads · head_dim] f32, in place; pos: u32 [n_tokens]; pairs from rope_pair
+// Launch    one thread per (token, head, pair i < n_rot / 2), flattened over a 2D grid of 256-thread groups
+// Numerics  f32; angles reduced mod 2π before sin/cos (rope_common.wgsl)
+
+struct Params { n_tokens: u32, n_heads: u32, head_dim: u32, n_rot: u32, theta: f32, freq_scale: f32, neox: u32 }
+
+@group(0) @binding(0) var<uniform> params: Params;
+@group(0) @binding(1) var<storage, read_write> x: array<f32>;
+@group(0) @binding(2) var<storage, read> pos: array<u32>;
+
+@compute @workgroup_size(256)
+fn rope(@builtin(workgroup_id) wg: vec3<u32>, @builtin(num_workgroups) nwg: vec3<u32>,
+        @builtin(local_invocation_index) lane: u32) {
+    let idx = (wg.x + wg.y * nwg.x) * 256u + lane;
+    let half_rot = params.n_rot / 2u;
+    let i = idx % half_rot;
+    let head = idx / half_rot; // t · n_heads + h
+    if (head >= params.n_tokens * params.n_heads) {
+        return;
+    }
+    let t = head / params.n_heads;
+    let cs = rope_cs(pos[t], i, params.n_rot, params.theta, params.freq_scale);
+    let p = rope_pair(i, params.n_rot, params.neox) + vec2<u32>(head * params.head_dim);
+    let a = x[p.x];
+    let b = x[p.y];
+    x[p.x] = a * cs.x - b * cs.y;
+    x[p.y] = a * cs.y + b * cs.x;
+}

@@ -1,0 +1,123 @@
+//! KV cache writes and paged attention on CUDA: `cuda/{kv_write,attention,copy_slots}.cu`.
+//! Attention splits each (token, head)'s keys over N_SPLITS blocks (flash-decoding), then merges
+//! the splits with `attention_combine`. The split count is a constant so that a token's result
+//! does not depend on the batch or the block layout (batch invariance, bit for bit).
+
+use cudarc::driver::{LaunchConfig, PushKernelArg};
+
+use super::context::{Cuda, driver, grid_1d};
+use super::source::Module;
+use crate::backend::{AttnBatch, AttnShape, DType, KvLayer, Tensor, expect_shape};
+use crate::error::{Error, Result};
+
+/// Key splits per (token, head): split s takes keys j ≡ s (mod N_SPLITS).
+const N_SPLITS: usize = 16;
+
+pub fn kv_write(
+    cuda: &Cuda,
+    k: &Tensor<Cuda>,
+    v: &Tensor<Cuda>,
+    slot: &Tensor<Cuda>,
+    cache: &mut KvLayer<Cuda>,
+) -> Result<()> {
+    let kv_dim = cache.k.cols;
+    expect_shape("kv_write", k, slot.rows, kv_dim)?;
+    expect_shape("kv_write", v, slot.rows, kv_dim)?;
+    expect_shape("kv_write", &cache.v, cache.k.rows, kv_dim)?;
+    let (n, kv_dim32, n_slots) = (k.len() as u64, kv_dim as u32, cache.k.rows as u32);
+    if n == 0 {
+        return Ok(());
+    }
+    let f = cuda.function(Module::KvWrite, "kv_write")?;
+    let mut l = cuda.stream.launch_builder(&f);
+    l.arg(&k.buf).arg(&v.buf).arg(&slot.buf).arg(&mut cache.k.buf).arg(&mut cache.v.buf);
+    l.arg(&n).arg(&kv_dim32).arg(&n_slots);
+    // SAFETY: arguments match cuda/kv_write.cu; k, v hold n floats, slot n / kv_dim u32, the
+    // cache n_slots · kv_dim floats each (slots out of range are skipped by the kernel).
+    unsafe { l.launch(grid_1d(n, 256)?) }.map_err(driver)?;
+    Ok(())
+}
+
+pub fn attention(
+    cuda: &Cuda,
+    q: &Tensor<Cuda>,
+    cache: &KvLayer<Cuda>,
+    batch: &AttnBatch<Cuda>,
+    shape: &AttnShape,
+    dst: &mut Tensor<Cuda>,
+) -> Result<()> {
+    let AttnShape { n_heads, n_kv_heads, head_dim, scale } = *shape;
+    if head_dim == 0 || head_dim > 256 || n_kv_heads == 0 || n_heads % n_kv_heads != 0 {
+        return Err(Error::Unsupported { op: "attention", backend: "cuda", detail: format!("{shape:?}") });
+    }
+    let n_tokens = q.rows;
+    expect_shape("attention", q, n_tokens, n_heads * head_dim)?;
+    expect_shape("attention", dst, n_tokens, n_heads * head_dim)?;
+    expect_shape("attention", &cache.k, cache.k.rows, n_kv_heads * head_dim)?;
+    for t in [&batch.seq, &batch.pos] {
+        expect_shape("attention", t, n_tokens, 1)?;
+        if t.dtype != DType::U32 {
+            return Err(Error::InvalidArgument("attention: seq and pos must be u32".into()));
+        }
+    }
+    let pairs = n_tokens * n_heads;
+    if pairs == 0 {
+        return Ok(());
+    }
+    let n_splits = N_SPLITS;
+    let partial_bytes = if n_splits > 1 { pairs * n_splits * (2 + head_dim) * 4 } else { 0 };
+    let mut scratch = cuda.scratch(&cuda.attn_scratch, partial_bytes)?;
+    let partial = scratch.as_mut().expect("scratch allocated");
+
+    let f = cuda.function(Module::Attention, "attention")?;
+    let u = |v: usize| v as u32;
+    let (nh, nkv, hd, bs, mb, ns) =
+        (u(n_heads), u(n_kv_heads), u(head_dim), u(batch.block_size), u(batch.block_table.cols), u(n_splits));
+    let cfg = LaunchConfig { grid_dim: (u(pairs), ns, 1), block_dim: (128, 1, 1), shared_mem_bytes: 0 };
+    let mut l = cuda.stream.launch_builder(&f);
+    l.arg(&q.buf).arg(&cache.k.buf).arg(&cache.v.buf).arg(&batch.seq.buf).arg(&batch.pos.buf);
+    l.arg(&batch.block_table.buf).arg(&mut dst.buf).arg(&mut *partial);
+    let (n_seqs, n_slots) = (u(batch.block_table.rows), u(cache.k.rows));
+    l.arg(&nh).arg(&nkv).arg(&hd).arg(&scale).arg(&bs).arg(&mb).arg(&ns).arg(&n_seqs).arg(&n_slots);
+    // SAFETY: arguments match cuda/attention.cu; q, dst hold n_tokens · n_heads · head_dim floats,
+    // seq/pos n_tokens u32, block_table n_seqs · max_blocks u32 (the model fills it with valid
+    // blocks; the kernel skips seq ≥ n_seqs and slots ≥ n_slots), partial pairs · n_splits · (2 + head_dim) floats.
+    unsafe { l.launch(cfg) }.map_err(driver)?;
+    if n_splits > 1 {
+        let f = cuda.function(Module::Attention, "attention_combine")?;
+        let cfg = LaunchConfig { grid_dim: (u(pairs), 1, 1), block_dim: (128, 1, 1), shared_mem_bytes: 0 };
+        let mut l = cuda.stream.launch_builder(&f);
+        l.arg(&*partial).arg(&mut dst.buf).arg(&hd).arg(&ns);
+        // SAFETY: arguments match attention_combine in cuda/attention.cu; sizes as above.
+        unsafe { l.launch(cfg) }.map_err(driver)?;
+    }
+    Ok(())
+}
+
+pub fn copy_slots(cuda: &Cuda, cache: &mut KvLayer<Cuda>, src: usize, dst: usize, n: usize) -> Result<()> {
+    let (n_slots, kv_dim) = (cache.k.rows, cache.k.cols);
+    let fits = |start: usize| start.checked_add(n).is_some_and(|end| end <= n_slots);
+    if !fits(src) || !fits(dst) {
+        return Err(Error::InvalidArgument(format!("copy_slots: [{src}, +{n}) → [{dst}, +{n}) in {n_slots} slots")));
+    }
+    if n == 0 || src == dst {
+        return Ok(());
+    }
+    // Overlapping ranges copy as memmove: pieces of at most |dst - src| slots (never overlapping
+    // themselves), in the order that reads every slot before it is overwritten; the stream orders them.
+    let piece = n.min(src.abs_diff(dst));
+    let starts: Vec<usize> = (0..n).step_by(piece).collect();
+    let f = cuda.function(Module::CopySlots, "copy_slots")?;
+    for &i in
+        if dst > src { Box::new(starts.iter().rev()) as Box<dyn Iterator<Item = _>> } else { Box::new(starts.iter()) }
+    {
+        let len = piece.min(n - i);
+        let (s, d, count) = (((src + i) * kv_dim) as u64, ((dst + i) * kv_dim) as u64, (len * kv_dim) as u64);
+        let mut l = cuda.stream.launch_builder(&f);
+        l.arg(&mut cache.k.buf).arg(&mut cache.v.buf).arg(&s).arg(&d).arg(&count);
+        // SAFETY: arguments match cuda/copy_slots.cu; both ranges lie inside n_slots · kv_dim
+        // floats (checked above) and one piece's source and destination do not overlap.
+        unsafe { l.launch(grid_1d(count, 256)?) }.map_err(driver)?;
+    }
+    Ok(())
+}

@@ -1,0 +1,111 @@
+//! The CUDA backend: kernels in `cuda/*.cu`, compiled at run time with NVRTC for the device, on
+//! one stream. This file is a column of one-line forwards to the family files.
+
+mod attention;
+mod context;
+mod elementwise;
+mod embed;
+mod matmul;
+mod norm;
+mod rope;
+mod sampling;
+pub mod source;
+
+pub use context::{Cuda, CudaWeight};
+
+use cudarc::driver::CudaSlice;
+
+use crate::backend::{AttnBatch, AttnShape, Backend, DType, HostBytes, KvLayer, Rope, Tensor, Weight};
+use crate::error::Result;
+use crate::quant::Format;
+
+impl Backend for Cuda {
+    type Buffer = CudaSlice<u8>;
+    type WeightStorage = CudaWeight;
+
+    fn name(&self) -> &'static str {
+        "cuda"
+    }
+
+    fn alloc(&self, dtype: DType, rows: usize, cols: usize) -> Result<Tensor<Self>> {
+        context::alloc(self, dtype, rows, cols)
+    }
+    fn write_f32(&self, dst: &mut Tensor<Self>, data: &[f32]) -> Result<()> {
+        context::write(self, dst, DType::F32, data)
+    }
+    fn write_u32(&self, dst: &mut Tensor<Self>, data: &[u32]) -> Result<()> {
+        context::write(self, dst, DType::U32, data)
+    }
+    fn read_f32(&self, src: &Tensor<Self>, out: &mut [f32]) -> Result<()> {
+        context::read(self, src, DType::F32, out)
+    }
+    fn read_u32(&self, src: &Tensor<Self>, out: &mut [u32]) -> Result<()> {
+        context::read(self, src, DType::U32, out)
+    }
+    fn upload_weight(&self, format: Format, rows: usize, cols: usize, bytes: HostBytes) -> Result<Weight<Self>> {
+        context::upload_weight(self, format, rows, cols, bytes)
+    }
+    fn sync(&self) -> Result<()> {
+        context::sync(self)
+    }
+
+    fn matmul(&self, x: &Tensor<Self>, w: &Weight<Self>, dst: &mut Tensor<Self>) -> Result<()> {
+        matmul::matmul(self, x, w, dst)
+    }
+    fn embed(&self, table: &Weight<Self>, ids: &Tensor<Self>, dst: &mut Tensor<Self>) -> Result<()> {
+        embed::embed(self, table, ids, dst)
+    }
+    fn rms_norm(&self, x: &Tensor<Self>, gain: &Tensor<Self>, eps: f32, dst: &mut Tensor<Self>) -> Result<()> {
+        norm::rms_norm(self, x, gain, eps, dst)
+    }
+    fn rope(&self, x: &mut Tensor<Self>, pos: &Tensor<Self>, rope: &Rope) -> Result<()> {
+        rope::rope(self, x, pos, rope)
+    }
+    fn rms_norm_rope(
+        &self,
+        x: &mut Tensor<Self>,
+        gain: &Tensor<Self>,
+        eps: f32,
+        pos: &Tensor<Self>,
+        rope: &Rope,
+    ) -> Result<()> {
+        rope::rms_norm_rope(self, x, gain, eps, pos, rope)
+    }
+    fn silu_mul(&self, gate: &Tensor<Self>, up: &Tensor<Self>, dst: &mut Tensor<Self>) -> Result<()> {
+        elementwise::silu_mul(self, gate, up, dst)
+    }
+    fn add_assign(&self, x: &mut Tensor<Self>, y: &Tensor<Self>) -> Result<()> {
+        elementwise::add_assign(self, x, y)
+    }
+    fn add_bias(&self, x: &mut Tensor<Self>, bias: &Tensor<Self>) -> Result<()> {
+        elementwise::add_bias(self, x, bias)
+    }
+    fn gather_rows(&self, x: &Tensor<Self>, rows: &Tensor<Self>, dst: &mut Tensor<Self>) -> Result<()> {
+        elementwise::gather_rows(self, x, rows, dst)
+    }
+    fn kv_write(
+        &self,
+        k: &Tensor<Self>,
+        v: &Tensor<Self>,
+        slot: &Tensor<Self>,
+        cache: &mut KvLayer<Self>,
+    ) -> Result<()> {
+        attention::kv_write(self, k, v, slot, cache)
+    }
+    fn attention(
+        &self,
+        q: &Tensor<Self>,
+        cache: &KvLayer<Self>,
+        batch: &AttnBatch<Self>,
+        shape: &AttnShape,
+        dst: &mut Tensor<Self>,
+    ) -> Result<()> {
+        attention::attention(self, q, cache, batch, shape, dst)
+    }
+    fn copy_slots(&self, cache: &mut KvLayer<Self>, src: usize, dst: usize, n: usize) -> Result<()> {
+        attention::copy_slots(self, cache, src, dst, n)
+    }
+    fn argmax(&self, x: &Tensor<Self>, dst: &mut Tensor<Self>) -> Result<()> {
+        sampling::argmax(self, x, dst)
+    }
+}

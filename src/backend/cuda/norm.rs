@@ -1,0 +1,25 @@
+//! Normalization on CUDA: `cuda/rms_norm.cu`, one block per row.
+
+use cudarc::driver::{LaunchConfig, PushKernelArg};
+
+use super::context::{Cuda, driver};
+use super::source::Module;
+use crate::backend::{Tensor, expect_shape};
+use crate::error::Result;
+
+pub fn rms_norm(cuda: &Cuda, x: &Tensor<Cuda>, gain: &Tensor<Cuda>, eps: f32, dst: &mut Tensor<Cuda>) -> Result<()> {
+    let (rows, d) = (x.rows, x.cols);
+    expect_shape("rms_norm", gain, 1, d)?;
+    expect_shape("rms_norm", dst, rows, d)?;
+    if rows == 0 {
+        return Ok(());
+    }
+    let f = cuda.function(Module::RmsNorm, "rms_norm")?;
+    let cfg = LaunchConfig { grid_dim: (rows as u32, 1, 1), block_dim: (256, 1, 1), shared_mem_bytes: 0 };
+    let d32 = d as u32;
+    let mut l = cuda.stream.launch_builder(&f);
+    l.arg(&x.buf).arg(&gain.buf).arg(&mut dst.buf).arg(&d32).arg(&eps);
+    // SAFETY: (x, gain, dst, d, eps) match cuda/rms_norm.cu; x and dst hold rows·d floats, gain d.
+    unsafe { l.launch(cfg) }.map_err(driver)?;
+    Ok(())
+}

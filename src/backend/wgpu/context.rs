@@ -1,0 +1,406 @@
+//! The wgpu device: instance, adapter, device and queue; the pipeline and bind-group caches; the
+//! pending command list that ops record into and that `flush` turns into one command encoder and
+//! one submission; the per-dispatch parameter arena; readback staging; the transfer counter.
+//!
+//! Parameters: each dispatch appends its small parameter struct to a host arena at its own
+//! aligned offset; `flush` uploads the arena once and binds each dispatch's slice with a dynamic
+//! offset, so parameters recorded in one submission never clobber each other.
+
+use std::collections::HashMap;
+use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::{Arc, Mutex};
+
+use super::kernels::Variant;
+use crate::error::{Error, Result};
+
+/// Bytes of the parameter arena (one submission's worth; a longer recording flushes early).
+const ARENA_BYTES: u64 = 1 << 20;
+/// Bytes of one dispatch's parameters as bound (every Params struct fits).
+const PARAMS_BYTES: u64 = 64;
+/// Bind groups kept before the cache is cleared (buffer ids are never reused, so stale entries
+/// only hold memory).
+const MAX_BIND_GROUPS: usize = 4096;
+
+/// Which optional device features to leave unused (`ULTRA_WGPU_DISABLE=subgroups,f16`).
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub struct Options {
+    pub disable_subgroups: bool,
+    pub disable_f16: bool,
+}
+
+impl Options {
+    /// Options from `ULTRA_WGPU_DISABLE` (a comma-separated list of `subgroups`, `f16`).
+    pub fn from_env() -> Options {
+        let list = std::env::var("ULTRA_WGPU_DISABLE").unwrap_or_default();
+        let has = |w: &str| list.split(',').any(|x| x.trim().eq_ignore_ascii_case(w));
+        Options { disable_subgroups: has("subgroups"), disable_f16: has("f16") }
+    }
+
+    /// Every optional feature off: the fallback kernels.
+    pub fn fallbacks() -> Options {
+        Options { disable_subgroups: true, disable_f16: true }
+    }
+}
+
+/// A device buffer with a process-unique id (the bind-group cache key).
+pub struct GpuBuffer {
+    pub(crate) buf: wgpu::Buffer,
+    pub(crate) id: u64,
+    /// Host copy of a u32 tensor's contents while only `write_u32` has written it (ids,
+    /// positions, slots, block tables), so ops can reject out-of-range indices as error values
+    /// without a readback. None once a kernel writes the tensor.
+    pub(crate) mirror: Option<Vec<u32>>,
+}
+
+struct Compiled {
+    pipeline: wgpu::ComputePipeline,
+    layout: wgpu::BindGroupLayout,
+}
+
+struct Dispatch {
+    pipeline: wgpu::ComputePipeline,
+    bind_group: wgpu::BindGroup,
+    offset: u32,
+    groups: [u32; 3],
+}
+
+#[derive(Default)]
+struct State {
+    pending: Vec<Dispatch>,
+    params: Vec<u8>,
+    bind_groups: HashMap<(Variant, Vec<u64>), wgpu::BindGroup>,
+    staging: Option<wgpu::Buffer>,
+}
+
+pub struct Context {
+    pub(crate) device: wgpu::Device,
+    pub(crate) queue: wgpu::Queue,
+    pub(crate) info: wgpu::AdapterInfo,
+    pub(crate) limits: wgpu::Limits,
+    /// Subgroup size when subgroup kernels are in use (fixed size, enabled, not disabled).
+    pub(crate) subgroup_size: Option<u32>,
+    pub(crate) f16: bool,
+    arena: wgpu::Buffer,
+    arena_stride: u64,
+    pipelines: Mutex<HashMap<Variant, Arc<Compiled>>>,
+    state: Mutex<State>,
+    errors: Arc<Mutex<Vec<String>>>,
+    next_id: AtomicU64,
+    pub(crate) transfers: AtomicU64,
+    pub(crate) scratch: Mutex<Option<Arc<GpuBuffer>>>,
+}
+
+fn unavailable(reason: impl ToString) -> Error {
+    Error::DeviceUnavailable { backend: "wgpu", reason: reason.to_string() }
+}
+
+pub(crate) fn device_error(detail: impl ToString) -> Error {
+    Error::Device { backend: "wgpu", detail: detail.to_string() }
+}
+
+impl Context {
+    pub fn new(options: Options) -> Result<Context> {
+        let instance = wgpu::Instance::new(wgpu::InstanceDescriptor::new_without_display_handle_from_env());
+        let adapter = pollster::block_on(instance.request_adapter(&wgpu::RequestAdapterOptions {
+            power_preference: wgpu::PowerPreference::HighPerformance,
+            force_fallback_adapter: false,
+            compatible_surface: None,
+            apply_limit_buckets: false,
+        }))
+        .map_err(unavailable)?;
+        let info = adapter.get_info();
+        let available = adapter.features();
+        let mut features = wgpu::Features::empty();
+        let fixed_subgroup = info.subgroup_min_size == info.subgroup_max_size
+            && (4..=128).contains(&info.subgroup_min_size)
+            && info.subgroup_min_size.is_power_of_two();
+        if available.contains(wgpu::Features::SUBGROUP) && !options.disable_subgroups && fixed_subgroup {
+            features |= wgpu::Features::SUBGROUP;
+        }
+        if available.contains(wgpu::Features::SHADER_F16) && !options.disable_f16 {
+            features |= wgpu::Features::SHADER_F16;
+        }
+        let limits = adapter.limits();
+        let (device, queue) = pollster::block_on(adapter.request_device(&wgpu::DeviceDescriptor {
+            label: Some("ultra"),
+            required_features: features,
+            required_limits: limits.clone(),
+            ..Default::default()
+        }))
+        .map_err(unavailable)?;
+        let errors: Arc<Mutex<Vec<String>>> = Arc::default();
+        let sink = errors.clone();
+        device.on_uncaptured_error(Arc::new(move |e: wgpu::Error| {
+            sink.lock().unwrap_or_else(|p| p.into_inner()).push(e.to_string());
+        }));
+        let arena_stride = (limits.min_uniform_buffer_offset_alignment as u64).max(PARAMS_BYTES);
+        let arena = device.create_buffer(&wgpu::BufferDescriptor {
+            label: Some("params arena"),
+            size: ARENA_BYTES,
+            usage: wgpu::BufferUsages::UNIFORM | wgpu::BufferUsages::COPY_DST,
+            mapped_at_creation: false,
+        });
+        let subgroup_size = features.contains(wgpu::Features::SUBGROUP).then_some(info.subgroup_min_size);
+        Ok(Context {
+            device,
+            queue,
+            info,
+            f16: features.contains(wgpu::Features::SHADER_F16),
+            limits,
+            subgroup_size,
+            arena,
+            arena_stride,
+            pipelines: Mutex::default(),
+            state: Mutex::default(),
+            errors,
+            next_id: AtomicU64::new(1),
+            transfers: AtomicU64::new(0),
+            scratch: Mutex::default(),
+        })
+    }
+
+    /// A new buffer of `bytes` (at least 4) for storage and copies.
+    pub fn buffer(&self, bytes: u64, label: &str) -> Result<GpuBuffer> {
+        let size = bytes.max(4).next_multiple_of(4);
+        if size > self.limits.max_buffer_size || size > self.limits.max_storage_buffer_binding_size as u64 {
+            return Err(Error::Unsupported {
+                op: "alloc",
+                backend: "wgpu",
+                detail: format!("{label}: {size} bytes exceeds this adapter's buffer limits"),
+            });
+        }
+        let buf = self.device.create_buffer(&wgpu::BufferDescriptor {
+            label: Some(label),
+            size,
+            usage: wgpu::BufferUsages::STORAGE | wgpu::BufferUsages::COPY_SRC | wgpu::BufferUsages::COPY_DST,
+            mapped_at_creation: false,
+        });
+        Ok(GpuBuffer { buf, id: self.next_id.fetch_add(1, Ordering::Relaxed), mirror: None })
+    }
+
+    /// A scratch buffer of at least `bytes`, grown (never shrunk) on demand.
+    pub fn scratch(&self, bytes: u64) -> Result<Arc<GpuBuffer>> {
+        let mut scratch = self.scratch.lock().unwrap_or_else(|p| p.into_inner());
+        match &*scratch {
+            Some(s) if s.buf.size() >= bytes => Ok(s.clone()),
+            _ => {
+                let s = Arc::new(self.buffer(bytes.next_power_of_two(), "scratch")?);
+                *scratch = Some(s.clone());
+                Ok(s)
+            }
+        }
+    }
+
+    fn compiled(&self, v: Variant) -> Result<Arc<Compiled>> {
+        let mut pipelines = self.pipelines.lock().unwrap_or_else(|p| p.into_inner());
+        if let Some(c) = pipelines.get(&v) {
+            return Ok(c.clone());
+        }
+        let label = v.label();
+        let scope = self.device.push_error_scope(wgpu::ErrorFilter::Validation);
+        let module = self.device.create_shader_module(wgpu::ShaderModuleDescriptor {
+            label: Some(&label),
+            source: wgpu::ShaderSource::Wgsl(v.source().into()),
+        });
+        let mut entries = vec![wgpu::BindGroupLayoutEntry {
+            binding: 0,
+            visibility: wgpu::ShaderStages::COMPUTE,
+            ty: wgpu::BindingType::Buffer {
+                ty: wgpu::BufferBindingType::Uniform,
+                has_dynamic_offset: true,
+                min_binding_size: None,
+            },
+            count: None,
+        }];
+        for (i, &writes) in v.kernel.writes().iter().enumerate() {
+            entries.push(wgpu::BindGroupLayoutEntry {
+                binding: i as u32 + 1,
+                visibility: wgpu::ShaderStages::COMPUTE,
+                ty: wgpu::BindingType::Buffer {
+                    ty: wgpu::BufferBindingType::Storage { read_only: !writes },
+                    has_dynamic_offset: false,
+                    min_binding_size: None,
+                },
+                count: None,
+            });
+        }
+        let layout = self
+            .device
+            .create_bind_group_layout(&wgpu::BindGroupLayoutDescriptor { label: Some(&label), entries: &entries });
+        let pipeline_layout = self.device.create_pipeline_layout(&wgpu::PipelineLayoutDescriptor {
+            label: Some(&label),
+            bind_group_layouts: &[Some(&layout)],
+            immediate_size: 0,
+        });
+        let pipeline = self.device.create_compute_pipeline(&wgpu::ComputePipelineDescriptor {
+            label: Some(&label),
+            layout: Some(&pipeline_layout),
+            module: &module,
+            entry_point: Some(v.kernel.stem()),
+            compilation_options: Default::default(),
+            cache: None,
+        });
+        if let Some(err) = pollster::block_on(scope.pop()) {
+            return Err(Error::KernelCompile { kernel: label, log: err.to_string() });
+        }
+        let compiled = Arc::new(Compiled { pipeline, layout });
+        pipelines.insert(v, compiled.clone());
+        Ok(compiled)
+    }
+
+    /// Records one dispatch of `v` over `bufs` (bindings 1, 2, …) with `params` (binding 0).
+    pub fn dispatch(&self, v: Variant, bufs: &[&GpuBuffer], params: &[u32], groups: [u32; 3]) -> Result<()> {
+        if groups.contains(&0) {
+            return Ok(());
+        }
+        let max = self.limits.max_compute_workgroups_per_dimension;
+        if groups.iter().any(|&g| g > max) {
+            return Err(Error::Unsupported {
+                op: v.kernel.stem(),
+                backend: "wgpu",
+                detail: format!("grid {groups:?} exceeds {max} workgroups per dimension"),
+            });
+        }
+        let compiled = self.compiled(v)?;
+        let mut state = self.state.lock().unwrap_or_else(|p| p.into_inner());
+        if state.params.len() as u64 + self.arena_stride > ARENA_BYTES {
+            self.flush_locked(&mut state, None)?;
+        }
+        let offset = state.params.len();
+        state.params.extend(params.iter().flat_map(|p| p.to_le_bytes()));
+        state.params.resize(offset + self.arena_stride as usize, 0);
+        if state.bind_groups.len() > MAX_BIND_GROUPS {
+            state.bind_groups.clear();
+        }
+        let key = (v, bufs.iter().map(|b| b.id).collect::<Vec<_>>());
+        let bind_group = match state.bind_groups.get(&key) {
+            Some(bg) => bg.clone(),
+            None => {
+                let mut entries = vec![wgpu::BindGroupEntry {
+                    binding: 0,
+                    resource: wgpu::BindingResource::Buffer(wgpu::BufferBinding {
+                        buffer: &self.arena,
+                        offset: 0,
+                        size: wgpu::BufferSize::new(PARAMS_BYTES),
+                    }),
+                }];
+                for (i, b) in bufs.iter().enumerate() {
+                    entries.push(wgpu::BindGroupEntry { binding: i as u32 + 1, resource: b.buf.as_entire_binding() });
+                }
+                let bg = self.device.create_bind_group(&wgpu::BindGroupDescriptor {
+                    label: Some(v.kernel.stem()),
+                    layout: &compiled.layout,
+                    entries: &entries,
+                });
+                state.bind_groups.insert(key, bg.clone());
+                bg
+            }
+        };
+        let pipeline = compiled.pipeline.clone();
+        state.pending.push(Dispatch { pipeline, bind_group, offset: offset as u32, groups });
+        Ok(())
+    }
+
+    /// Submits the pending dispatches as one command buffer, with an optional copy after them.
+    pub fn flush(&self, copy: Option<(&wgpu::Buffer, &wgpu::Buffer, u64)>) -> Result<()> {
+        let mut state = self.state.lock().unwrap_or_else(|p| p.into_inner());
+        self.flush_locked(&mut state, copy)
+    }
+
+    fn flush_locked(&self, state: &mut State, copy: Option<(&wgpu::Buffer, &wgpu::Buffer, u64)>) -> Result<()> {
+        if state.pending.is_empty() && copy.is_none() {
+            return Ok(());
+        }
+        if !state.params.is_empty() {
+            self.queue.write_buffer(&self.arena, 0, &state.params);
+        }
+        let mut encoder = self.device.create_command_encoder(&wgpu::CommandEncoderDescriptor { label: Some("ultra") });
+        if !state.pending.is_empty() {
+            let mut pass =
+                encoder.begin_compute_pass(&wgpu::ComputePassDescriptor { label: None, timestamp_writes: None });
+            for d in &state.pending {
+                pass.set_pipeline(&d.pipeline);
+                pass.set_bind_group(0, &d.bind_group, &[d.offset]);
+                pass.dispatch_workgroups(d.groups[0], d.groups[1], d.groups[2]);
+            }
+        }
+        if let Some((src, dst, bytes)) = copy {
+            encoder.copy_buffer_to_buffer(src, 0, dst, 0, bytes);
+        }
+        self.queue.submit([encoder.finish()]);
+        state.pending.clear();
+        state.params.clear();
+        self.check_errors()
+    }
+
+    /// Any error wgpu reported since the last check, as a value.
+    pub fn check_errors(&self) -> Result<()> {
+        let mut errors = self.errors.lock().unwrap_or_else(|p| p.into_inner());
+        if errors.is_empty() {
+            return Ok(());
+        }
+        let detail = errors.join("; ");
+        errors.clear();
+        Err(device_error(detail))
+    }
+
+    /// Waits for all submitted work.
+    pub fn wait(&self) -> Result<()> {
+        self.device.poll(wgpu::PollType::Wait { submission_index: None, timeout: None }).map_err(device_error)?;
+        self.check_errors()
+    }
+
+    /// Copies the first `out.len()` bytes of `src` to the host after all queued work.
+    pub fn read_bytes(&self, src: &GpuBuffer, out: &mut [u8]) -> Result<()> {
+        let bytes = out.len() as u64;
+        if bytes == 0 {
+            return self.flush(None).and_then(|_| self.wait());
+        }
+        self.transfers.fetch_add(1, Ordering::Relaxed);
+        let mut state = self.state.lock().unwrap_or_else(|p| p.into_inner());
+        let staging = match state.staging.take() {
+            Some(s) if s.size() >= bytes => s,
+            _ => self.device.create_buffer(&wgpu::BufferDescriptor {
+                label: Some("readback"),
+                size: bytes.next_power_of_two().max(256),
+                usage: wgpu::BufferUsages::MAP_READ | wgpu::BufferUsages::COPY_DST,
+                mapped_at_creation: false,
+            }),
+        };
+        let result = self.flush_locked(&mut state, Some((&src.buf, &staging, bytes)));
+        drop(state);
+        let result = result.and_then(|_| {
+            let slice = staging.slice(..bytes);
+            let (tx, rx) = std::sync::mpsc::channel();
+            slice.map_async(wgpu::MapMode::Read, move |r| {
+                let _ = tx.send(r);
+            });
+            self.wait()?;
+            rx.recv().map_err(device_error)?.map_err(device_error)?;
+            out.copy_from_slice(&slice.get_mapped_range().map_err(device_error)?);
+            staging.unmap();
+            Ok(())
+        });
+        self.state.lock().unwrap_or_else(|p| p.into_inner()).staging = Some(staging);
+        result
+    }
+
+    /// Writes `data` at the start of `dst`, after the work recorded so far.
+    pub fn write_bytes(&self, dst: &GpuBuffer, data: &[u8]) -> Result<()> {
+        if data.is_empty() {
+            return Ok(());
+        }
+        self.transfers.fetch_add(1, Ordering::Relaxed);
+        // queue.write_buffer lands before the next submission's commands: submit earlier ones first.
+        self.flush(None)?;
+        self.queue.write_buffer(&dst.buf, 0, data);
+        Ok(())
+    }
+
+    /// A 1D grid of `n` threads in 256-thread groups, folded into 2D past the per-dimension limit.
+    pub fn grid_1d(&self, n: usize) -> [u32; 3] {
+        let groups = n.div_ceil(256) as u32;
+        let max = self.limits.max_compute_workgroups_per_dimension;
+        if groups <= max { [groups, 1, 1] } else { [max, groups.div_ceil(max), 1] }
+    }
+}

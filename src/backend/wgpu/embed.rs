@@ -1,0 +1,19 @@
+//! Embedding lookup for every weight format (`shaders/embed.wgsl`, with the matmul decoders).
+
+use super::Wgpu;
+use super::kernels::{Kernel, Variant};
+use crate::backend::{DType, Tensor, Weight, expect_shape};
+use crate::error::Result;
+
+pub fn embed(be: &Wgpu, table: &Weight<Wgpu>, ids: &Tensor<Wgpu>, dst: &mut Tensor<Wgpu>) -> Result<()> {
+    let n_tokens = ids.rows;
+    expect_shape("embed", ids, n_tokens, 1)?;
+    expect_shape("embed", dst, n_tokens, table.cols)?;
+    be.expect_dtypes("embed", &[(ids, DType::U32), (dst, DType::F32)])?;
+    be.expect_below("embed", "token id", ids, table.rows)?;
+    let i = table.storage.info;
+    let params = [i[0], i[1], i[2], i[3], table.rows as u32, n_tokens as u32];
+    let v = Variant { format: Some(table.format), ..Variant::plain(Kernel::Embed) };
+    let groups = table.cols.div_ceil(8).div_ceil(256) as u32;
+    be.ctx.dispatch(v, &[&table.storage.buf, &ids.buf, &dst.buf], &params, [groups, n_tokens as u32, 1])
+}

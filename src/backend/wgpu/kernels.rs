@@ -1,0 +1,158 @@
+//! Every wgpu kernel: its stem (the file `shaders/<stem>.wgsl` and its entry point), its bindings,
+//! and how its source is assembled. Weight-reading kernels join a per-format block decoder
+//! (`decode_<format>.wgsl`) to their body; matmul joins the reduction it was built with.
+
+use crate::quant::Format;
+
+macro_rules! shader {
+    ($stem:literal) => {
+        include_str!(concat!(env!("CARGO_MANIFEST_DIR"), "/shaders/", $stem, ".wgsl"))
+    };
+}
+
+/// Storage binding kinds, in binding order after the params uniform (binding 0).
+const R: bool = false;
+const W: bool = true;
+
+macro_rules! kernels {
+    ($($kernel:ident => $stem:literal, [$($rw:expr),*];)*) => {
+        #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
+        pub enum Kernel { $($kernel),* }
+
+        impl Kernel {
+            pub const ALL: &'static [Kernel] = &[$(Kernel::$kernel),*];
+            pub const fn stem(self) -> &'static str { match self { $(Kernel::$kernel => $stem),* } }
+            const fn body(self) -> &'static str { match self { $(Kernel::$kernel => shader!($stem)),* } }
+            /// Whether each storage binding (1, 2, …) is written.
+            pub const fn writes(self) -> &'static [bool] { match self { $(Kernel::$kernel => &[$($rw),*]),* } }
+        }
+    };
+}
+
+kernels! {
+    Matmul => "matmul", [R, R, W];
+    Embed => "embed", [R, R, W];
+    RmsNorm => "rms_norm", [R, R, W];
+    Rope => "rope", [W, R];
+    RmsNormRope => "rms_norm_rope", [W, R, R];
+    SiluMul => "silu_mul", [R, R, W];
+    AddAssign => "add_assign", [W, R];
+    AddBias => "add_bias", [W, R];
+    GatherRows => "gather_rows", [R, R, W];
+    KvWrite => "kv_write", [R, R, R, W, W];
+    CopySlots => "copy_slots", [R, W];
+    Attention => "attention", [R, R, R, R, R, R, W];
+    AttentionCombine => "attention_combine", [R, W];
+    Argmax => "argmax", [R, W];
+}
+
+/// One compiled variant of a kernel: the knobs that change its source.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
+pub struct Variant {
+    pub kernel: Kernel,
+    /// Weight format, for the kernels that read weights.
+    pub format: Option<Format>,
+    /// GEMV only: reduce rows with subgroup operations (threads per row = subgroup size).
+    pub subgroups: bool,
+    /// GEMV only: threads per output row.
+    pub tpr: u32,
+    /// GEMV only: rows of x per workgroup (each decoded weight is reused this many times).
+    pub mb: u32,
+}
+
+impl Variant {
+    pub fn plain(kernel: Kernel) -> Variant {
+        Variant { kernel, format: None, subgroups: false, tpr: 0, mb: 0 }
+    }
+
+    pub fn label(&self) -> String {
+        let mut s = self.kernel.stem().to_string();
+        if let Some(f) = self.format {
+            s += &format!("_{}", f.name().to_lowercase());
+        }
+        if self.kernel == Kernel::Matmul {
+            s += &format!("_tpr{}_mb{}{}", self.tpr, self.mb, if self.subgroups { "_subgroup" } else { "" });
+        }
+        s
+    }
+
+    /// The WGSL module: knobs, shared helpers, decoder and reduction as needed, then the body.
+    pub fn source(&self) -> String {
+        let mut src = String::new();
+        if self.kernel == Kernel::Matmul {
+            src += &format!("const WG: u32 = 256u;\nconst TPR: u32 = {}u;\nconst MB: u32 = {}u;\n", self.tpr, self.mb);
+            src += if self.subgroups { shader!("reduce_subgroup") } else { shader!("reduce_shared") };
+        }
+        if let Some(format) = self.format {
+            src += shader!("common");
+            src += decoder(format);
+        }
+        if matches!(self.kernel, Kernel::Rope | Kernel::RmsNormRope) {
+            src += shader!("rope_common");
+        }
+        src + self.kernel.body()
+    }
+
+    /// Every variant the backend can build (for validation without a GPU).
+    pub fn all() -> Vec<Variant> {
+        let mut out = Vec::new();
+        for &kernel in Kernel::ALL {
+            match kernel {
+                Kernel::Matmul => {
+                    for format in Format::ALL {
+                        for (subgroups, tpr, mb) in [(false, 32, 1), (false, 32, 8), (true, 32, 1), (true, 8, 8)] {
+                            out.push(Variant { kernel, format: Some(format), subgroups, tpr, mb });
+                        }
+                    }
+                }
+                Kernel::Embed => out.extend(Format::ALL.map(|f| Variant { format: Some(f), ..Variant::plain(kernel) })),
+                _ => out.push(Variant::plain(kernel)),
+            }
+        }
+        out
+    }
+}
+
+fn decoder(format: Format) -> &'static str {
+    match format {
+        Format::F32 => shader!("decode_f32"),
+        Format::F16 => shader!("decode_f16"),
+        Format::BF16 => shader!("decode_bf16"),
+        Format::Q4_0 => shader!("decode_q4_0"),
+        Format::Q4_1 => shader!("decode_q4_1"),
+        Format::Q5_0 => shader!("decode_q5_0"),
+        Format::Q5_1 => shader!("decode_q5_1"),
+        Format::Q8_0 => shader!("decode_q8_0"),
+    }
+}
+
+/// Names of every file in shaders/ that some variant joins in (for the shader test).
+pub const FILES: &[&str] = &[
+    "matmul",
+    "matmul_tiled",
+    "embed",
+    "rms_norm",
+    "rope",
+    "rms_norm_rope",
+    "silu_mul",
+    "add_assign",
+    "add_bias",
+    "gather_rows",
+    "kv_write",
+    "copy_slots",
+    "attention",
+    "attention_combine",
+    "argmax",
+    "common",
+    "rope_common",
+    "reduce_shared",
+    "reduce_subgroup",
+    "decode_f32",
+    "decode_f16",
+    "decode_bf16",
+    "decode_q4_0",
+    "decode_q4_1",
+    "decode_q5_0",
+    "decode_q5_1",
+    "decode_q8_0",
+];

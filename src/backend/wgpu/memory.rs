@@ -1,0 +1,120 @@
+//! Memory: tensors, host transfers (the only ones: write_*, read_*), and weight upload with the
+//! repacking of 18–34-byte ggml blocks into word-aligned sections the kernels read as u32.
+
+use std::sync::atomic::Ordering;
+
+use super::Wgpu;
+use super::context::GpuBuffer;
+use crate::backend::{DType, HostBytes, Tensor, Weight};
+use crate::error::{Error, Result};
+use crate::quant::Format;
+
+/// A weight on the device: its words and where each section starts (see `repack`).
+pub struct GpuWeight {
+    pub(crate) buf: GpuBuffer,
+    /// [k, blocks per row, word offset of qh, word offset of scales] — every weight kernel's
+    /// `WeightInfo` (shaders/common.wgsl).
+    pub(crate) info: [u32; 4],
+}
+
+pub fn alloc(be: &Wgpu, dtype: DType, rows: usize, cols: usize) -> Result<Tensor<Wgpu>> {
+    let mut buf = be.ctx.buffer((rows * cols * 4) as u64, "tensor")?;
+    if dtype == DType::U32 {
+        buf.mirror = Some(vec![0; rows * cols]);
+    }
+    Ok(Tensor { buf, rows, cols, dtype })
+}
+
+fn check_len(op: &'static str, t: &Tensor<Wgpu>, dtype: DType, len: usize) -> Result<()> {
+    if t.dtype != dtype || len > t.len() {
+        return Err(Error::Shape { op, expected: vec![t.rows, t.cols], got: vec![len] });
+    }
+    Ok(())
+}
+
+pub fn write_f32(be: &Wgpu, dst: &mut Tensor<Wgpu>, data: &[f32]) -> Result<()> {
+    check_len("write_f32", dst, DType::F32, data.len())?;
+    be.ctx.write_bytes(&dst.buf, bytemuck::cast_slice(data))
+}
+
+pub fn write_u32(be: &Wgpu, dst: &mut Tensor<Wgpu>, data: &[u32]) -> Result<()> {
+    check_len("write_u32", dst, DType::U32, data.len())?;
+    if let Some(mirror) = &mut dst.buf.mirror {
+        mirror[..data.len()].copy_from_slice(data);
+    }
+    be.ctx.write_bytes(&dst.buf, bytemuck::cast_slice(data))
+}
+
+pub fn read_f32(be: &Wgpu, src: &Tensor<Wgpu>, out: &mut [f32]) -> Result<()> {
+    check_len("read_f32", src, DType::F32, out.len())?;
+    be.ctx.read_bytes(&src.buf, bytemuck::cast_slice_mut(out))
+}
+
+pub fn read_u32(be: &Wgpu, src: &Tensor<Wgpu>, out: &mut [u32]) -> Result<()> {
+    check_len("read_u32", src, DType::U32, out.len())?;
+    be.ctx.read_bytes(&src.buf, bytemuck::cast_slice_mut(out))
+}
+
+pub fn sync(be: &Wgpu) -> Result<()> {
+    be.ctx.flush(None)?;
+    be.ctx.wait()
+}
+
+pub fn upload_weight(be: &Wgpu, format: Format, rows: usize, cols: usize, bytes: HostBytes) -> Result<Weight<Wgpu>> {
+    let src = bytes.bytes();
+    let expected = rows * format.row_bytes(cols)?;
+    if src.len() != expected {
+        return Err(Error::Shape { op: "upload_weight", expected: vec![expected], got: vec![src.len()] });
+    }
+    let (words, qh, d) = repack(format, src);
+    let blocks = if format.is_quantized() { cols / format.block_len() } else { cols };
+    let buf = be.ctx.buffer((words.len() * 4) as u64, "weight")?;
+    be.ctx.queue.write_buffer(&buf.buf, 0, bytemuck::cast_slice(&words));
+    let info = [cols as u32, blocks as u32, qh, d];
+    Ok(Weight { storage: GpuWeight { buf, info }, format, rows, cols })
+}
+
+/// The kernels' layout of a weight: float formats keep their bytes (padded to a word);
+/// quantized formats become three word-aligned sections, `qs` (the 16 or 32 quant bytes of each
+/// block) | `qh` (Q5's high bits, a word per block) | scales (f16 pairs: `d` of two blocks per
+/// word for Q4_0/Q5_0/Q8_0, `(d, m)` of one block per word for Q4_1/Q5_1). The sizes add up to
+/// the GGUF bytes (up to padding). Returns the words and the qh and scale word offsets.
+fn repack(format: Format, src: &[u8]) -> (Vec<u32>, u32, u32) {
+    let word = |b: &[u8]| u32::from_le_bytes([b[0], b[1], b[2], b[3]]);
+    let half = |b: &[u8]| u16::from_le_bytes([b[0], b[1]]) as u32;
+    if !format.is_quantized() {
+        let mut padded = src.to_vec();
+        padded.resize(src.len().next_multiple_of(4), 0);
+        return (padded.chunks_exact(4).map(word).collect(), 0, 0);
+    }
+    let blocks: Vec<&[u8]> = src.chunks_exact(format.block_bytes()).collect();
+    // (offset of the quant bytes, their length, offset of qh, whether the block has m)
+    let (qs_at, qs_len, qh_at, has_m) = match format {
+        Format::Q4_0 => (2, 16, None, false),
+        Format::Q4_1 => (4, 16, None, true),
+        Format::Q5_0 => (6, 16, Some(2), false),
+        Format::Q5_1 => (8, 16, Some(4), true),
+        Format::Q8_0 => (2, 32, None, false),
+        _ => unreachable!("float formats returned above"),
+    };
+    let mut words: Vec<u32> = Vec::with_capacity(src.len() / 4 + 2);
+    for b in &blocks {
+        words.extend(b[qs_at..qs_at + qs_len].chunks_exact(4).map(word));
+    }
+    let qh = words.len() as u32;
+    if let Some(at) = qh_at {
+        words.extend(blocks.iter().map(|b| word(&b[at..at + 4])));
+    }
+    let d = words.len() as u32;
+    if has_m {
+        words.extend(blocks.iter().map(|b| half(b) | half(&b[2..]) << 16));
+    } else {
+        words.extend(blocks.chunks(2).map(|p| half(p[0]) | p.get(1).map_or(0, |b| half(b) << 16)));
+    }
+    (words, qh, d)
+}
+
+/// Host↔device transfers so far (write_* and read_* calls; weight uploads not counted).
+pub fn transfer_count(be: &Wgpu) -> u64 {
+    be.ctx.transfers.load(Ordering::Relaxed)
+}

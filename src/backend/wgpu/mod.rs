@@ -1,0 +1,179 @@
+//! The wgpu backend: WGSL compute kernels (`shaders/`) on any adapter wgpu finds (Vulkan, Metal,
+//! DX12). Ops record dispatches into one pending command list; `sync` and `read_*` submit it.
+//! This file is the column of forwards; the work is in the family files.
+
+mod attention;
+mod context;
+mod elementwise;
+mod embed;
+pub mod kernels;
+mod matmul;
+mod memory;
+mod norm;
+mod rope;
+mod sampling;
+
+pub use context::{GpuBuffer, Options};
+pub use memory::GpuWeight;
+
+use crate::backend::{AttnBatch, AttnShape, Backend, DType, HostBytes, KvLayer, Rope, Tensor, Weight};
+use crate::error::{Error, Result};
+use crate::quant::Format;
+
+pub struct Wgpu {
+    ctx: context::Context,
+}
+
+impl Wgpu {
+    /// The best adapter wgpu finds, with `ULTRA_WGPU_DISABLE` applied; `DeviceUnavailable` if none.
+    pub fn new() -> Result<Wgpu> {
+        Wgpu::with_options(Options::from_env())
+    }
+
+    pub fn with_options(options: Options) -> Result<Wgpu> {
+        Ok(Wgpu { ctx: context::Context::new(options)? })
+    }
+
+    /// Host↔device transfers so far (each write_* or read_* call counts one).
+    pub fn transfer_count(&self) -> u64 {
+        memory::transfer_count(self)
+    }
+
+    /// Whether the adapter is a CPU implementation (lavapipe, WARP, SwiftShader).
+    pub fn is_software(&self) -> bool {
+        self.ctx.info.device_type == wgpu::DeviceType::Cpu
+    }
+
+    /// Whether subgroup kernels are in use (the subgroup size) and f16 is enabled.
+    pub fn knobs(&self) -> (Option<u32>, bool) {
+        (self.ctx.subgroup_size, self.ctx.f16)
+    }
+
+    /// Err unless each tensor has its dtype.
+    pub(crate) fn expect_dtypes(&self, op: &'static str, tensors: &[(&Tensor<Self>, DType)]) -> Result<()> {
+        match tensors.iter().find(|(t, d)| t.dtype != *d) {
+            Some((t, d)) => Err(Error::InvalidArgument(format!("{op}: expected a {d:?} tensor, got {:?}", t.dtype))),
+            None => Ok(()),
+        }
+    }
+
+    /// Err if any value of a host-mirrored u32 tensor is ≥ `limit` (an index out of range).
+    pub(crate) fn expect_below(&self, op: &'static str, what: &str, t: &Tensor<Self>, limit: usize) -> Result<()> {
+        match t.buf.mirror.as_ref().and_then(|m| m.iter().find(|&&v| v as usize >= limit)) {
+            Some(v) => Err(Error::InvalidArgument(format!("{op}: {what} {v} out of range (< {limit})"))),
+            None => Ok(()),
+        }
+    }
+
+    /// Adapter, API, features and limits, for `ultra info`.
+    pub fn describe(&self) -> String {
+        let (i, l) = (&self.ctx.info, &self.ctx.limits);
+        let subgroups = match self.ctx.subgroup_size {
+            Some(s) => format!("yes (size {s})"),
+            None => format!("no (adapter sizes {}..={})", i.subgroup_min_size, i.subgroup_max_size),
+        };
+        [
+            format!("adapter: {} ({:?}, {:?})", i.name, i.backend, i.device_type),
+            format!("driver: {} {}", i.driver, i.driver_info),
+            format!("subgroups: {subgroups}"),
+            format!("shader f16: {}", if self.ctx.f16 { "yes (kernels compute in f32)" } else { "no" }),
+            format!("max buffer: {} MiB", l.max_buffer_size >> 20),
+            format!("max storage binding: {} MiB", l.max_storage_buffer_binding_size >> 20),
+            format!(
+                "max workgroup size: {} (invocations {})",
+                l.max_compute_workgroup_size_x, l.max_compute_invocations_per_workgroup
+            ),
+            format!("workgroup memory: {} KiB", l.max_compute_workgroup_storage_size >> 10),
+        ]
+        .join("\n")
+    }
+}
+
+impl Backend for Wgpu {
+    type Buffer = GpuBuffer;
+    type WeightStorage = GpuWeight;
+
+    fn name(&self) -> &'static str {
+        "wgpu"
+    }
+    fn alloc(&self, dtype: DType, rows: usize, cols: usize) -> Result<Tensor<Self>> {
+        memory::alloc(self, dtype, rows, cols)
+    }
+    fn write_f32(&self, dst: &mut Tensor<Self>, data: &[f32]) -> Result<()> {
+        memory::write_f32(self, dst, data)
+    }
+    fn write_u32(&self, dst: &mut Tensor<Self>, data: &[u32]) -> Result<()> {
+        memory::write_u32(self, dst, data)
+    }
+    fn read_f32(&self, src: &Tensor<Self>, out: &mut [f32]) -> Result<()> {
+        memory::read_f32(self, src, out)
+    }
+    fn read_u32(&self, src: &Tensor<Self>, out: &mut [u32]) -> Result<()> {
+        memory::read_u32(self, src, out)
+    }
+    fn upload_weight(&self, format: Format, rows: usize, cols: usize, bytes: HostBytes) -> Result<Weight<Self>> {
+        memory::upload_weight(self, format, rows, cols, bytes)
+    }
+    fn sync(&self) -> Result<()> {
+        memory::sync(self)
+    }
+    fn matmul(&self, x: &Tensor<Self>, w: &Weight<Self>, dst: &mut Tensor<Self>) -> Result<()> {
+        matmul::matmul(self, x, w, dst)
+    }
+    fn embed(&self, table: &Weight<Self>, ids: &Tensor<Self>, dst: &mut Tensor<Self>) -> Result<()> {
+        embed::embed(self, table, ids, dst)
+    }
+    fn rms_norm(&self, x: &Tensor<Self>, gain: &Tensor<Self>, eps: f32, dst: &mut Tensor<Self>) -> Result<()> {
+        norm::rms_norm(self, x, gain, eps, dst)
+    }
+    fn rope(&self, x: &mut Tensor<Self>, pos: &Tensor<Self>, rope: &Rope) -> Result<()> {
+        rope::rope(self, x, pos, rope)
+    }
+    fn rms_norm_rope(
+        &self,
+        x: &mut Tensor<Self>,
+        gain: &Tensor<Self>,
+        eps: f32,
+        pos: &Tensor<Self>,
+        rope: &Rope,
+    ) -> Result<()> {
+        rope::rms_norm_rope(self, x, gain, eps, pos, rope)
+    }
+    fn silu_mul(&self, gate: &Tensor<Self>, up: &Tensor<Self>, dst: &mut Tensor<Self>) -> Result<()> {
+        elementwise::silu_mul(self, gate, up, dst)
+    }
+    fn add_assign(&self, x: &mut Tensor<Self>, y: &Tensor<Self>) -> Result<()> {
+        elementwise::add_assign(self, x, y)
+    }
+    fn add_bias(&self, x: &mut Tensor<Self>, bias: &Tensor<Self>) -> Result<()> {
+        elementwise::add_bias(self, x, bias)
+    }
+    fn gather_rows(&self, x: &Tensor<Self>, rows: &Tensor<Self>, dst: &mut Tensor<Self>) -> Result<()> {
+        elementwise::gather_rows(self, x, rows, dst)
+    }
+    fn kv_write(
+        &self,
+        k: &Tensor<Self>,
+        v: &Tensor<Self>,
+        slot: &Tensor<Self>,
+        cache: &mut KvLayer<Self>,
+    ) -> Result<()> {
+        attention::kv_write(self, k, v, slot, cache)
+    }
+    fn attention(
+        &self,
+        q: &Tensor<Self>,
+        cache: &KvLayer<Self>,
+        batch: &AttnBatch<Self>,
+        shape: &AttnShape,
+        dst: &mut Tensor<Self>,
+    ) -> Result<()> {
+        attention::attention(self, q, cache, batch, shape, dst)
+    }
+    fn copy_slots(&self, cache: &mut KvLayer<Self>, src: usize, dst: usize, n: usize) -> Result<()> {
+        attention::copy_slots(self, cache, src, dst, n)
+    }
+    fn argmax(&self, x: &Tensor<Self>, dst: &mut Tensor<Self>) -> Result<()> {
+        sampling::argmax(self, x, dst)
+    }
+}

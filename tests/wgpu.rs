@@ -1,0 +1,138 @@
+//! wgpu-specific checks that the shared op table does not cover: fused dequantize + matmul and
+//! embed for every weight format against `dequantize_row` (both GEMV and tiled paths, shared-memory
+//! and subgroup reductions), and the transfers of one decode step. Skips loudly without an
+//! adapter unless `ULTRA_REQUIRE_WGPU=1`.
+#![cfg(feature = "wgpu")]
+
+#[path = "common/tiny.rs"]
+mod tiny;
+
+use half::{bf16, f16};
+use tiny::{Rng, TinySpec, tiny_gguf};
+use ultra::backend::wgpu::Options;
+use ultra::backend::{Backend, DType, HostBytes};
+use ultra::kv_cache::CacheLayout;
+use ultra::model::{Batch, Runner};
+use ultra::quant::dequantize_row;
+use ultra::{Format, Wgpu};
+
+/// The backend with `options`, or None (after saying so on stderr) when no adapter exists.
+pub fn backend(options: Options) -> Option<Wgpu> {
+    match Wgpu::with_options(options) {
+        Ok(be) => Some(be),
+        Err(e) if std::env::var("ULTRA_REQUIRE_WGPU").as_deref() != Ok("1") => {
+            eprintln!("SKIPPED: no wgpu adapter: {e}");
+            None
+        }
+        Err(e) => panic!("ULTRA_REQUIRE_WGPU=1 but {e}"),
+    }
+}
+
+/// Random GGUF bytes of `rows` × `cols` values in `format`, with small finite scales.
+fn random_weight(rng: &mut Rng, format: Format, rows: usize, cols: usize) -> Vec<u8> {
+    let n_blocks = rows * cols / format.block_len();
+    let mut out = Vec::with_capacity(rows * format.row_bytes(cols).unwrap());
+    let half = |v: f32| f16::from_f32(v).to_le_bytes();
+    for _ in 0..n_blocks {
+        match format {
+            Format::F32 => out.extend(rng.uniform().to_le_bytes()),
+            Format::F16 => out.extend(half(rng.uniform())),
+            Format::BF16 => out.extend(bf16::from_f32(rng.uniform()).to_le_bytes()),
+            _ => {
+                out.extend(half(0.01 + 0.01 * rng.uniform()));
+                if matches!(format, Format::Q4_1 | Format::Q5_1) {
+                    out.extend(half(0.05 * rng.uniform()));
+                }
+                let rest = format.block_bytes() - if matches!(format, Format::Q4_1 | Format::Q5_1) { 4 } else { 2 };
+                out.extend((0..rest).map(|_| rng.next_u64() as u8));
+            }
+        }
+    }
+    out
+}
+
+fn dequantized(format: Format, bytes: &[u8], rows: usize, cols: usize) -> Vec<f32> {
+    let row_bytes = format.row_bytes(cols).unwrap();
+    let mut out = vec![0.0; rows * cols];
+    for r in 0..rows {
+        dequantize_row(format, &bytes[r * row_bytes..(r + 1) * row_bytes], &mut out[r * cols..(r + 1) * cols]);
+    }
+    out
+}
+
+fn check_matmul_and_embed(be: &Wgpu) {
+    let mut rng = Rng(7);
+    let mut failures = Vec::new();
+    for format in Format::ALL {
+        let ks: &[usize] = if format.is_quantized() { &[32, 576] } else { &[13, 576] };
+        for &k in ks {
+            let n = 67;
+            let bytes = random_weight(&mut rng, format, n, k);
+            let w_host = dequantized(format, &bytes, n, k);
+            let w = be.upload_weight(format, n, k, HostBytes::from_vec(bytes)).unwrap();
+            for m in [1, 3, 70] {
+                let x_host: Vec<f32> = (0..m * k).map(|_| rng.uniform()).collect();
+                let mut x = be.alloc(DType::F32, m, k).unwrap();
+                be.write_f32(&mut x, &x_host).unwrap();
+                let mut dst = be.alloc(DType::F32, m, n).unwrap();
+                be.matmul(&x, &w, &mut dst).unwrap();
+                let mut got = vec![0.0; m * n];
+                be.read_f32(&dst, &mut got).unwrap();
+                let worst = (0..m * n)
+                    .map(|o| {
+                        let (i, j) = (o / n, o % n);
+                        let want: f64 = (0..k).map(|c| x_host[i * k + c] as f64 * w_host[j * k + c] as f64).sum();
+                        (got[o] as f64 - want).abs()
+                    })
+                    .fold(0.0, f64::max);
+                if worst > 1e-4 * (k as f64).sqrt() {
+                    failures.push(format!("matmul {} m={m} k={k} n={n}: max |Δ| {worst}", format.name()));
+                }
+            }
+            let ids_host = [3u32, 0, 66, 3, 17];
+            let mut ids = be.alloc(DType::U32, ids_host.len(), 1).unwrap();
+            be.write_u32(&mut ids, &ids_host).unwrap();
+            let mut dst = be.alloc(DType::F32, ids_host.len(), k).unwrap();
+            be.embed(&w, &ids, &mut dst).unwrap();
+            let mut got = vec![0.0; ids_host.len() * k];
+            be.read_f32(&dst, &mut got).unwrap();
+            for (t, &id) in ids_host.iter().enumerate() {
+                let want =
+                    if (id as usize) < n { &w_host[id as usize * k..(id as usize + 1) * k] } else { &vec![0.0; k][..] };
+                if got[t * k..(t + 1) * k] != *want {
+                    failures.push(format!("embed {} k={k} id {id}: rows differ", format.name()));
+                }
+            }
+        }
+    }
+    assert!(failures.is_empty(), "{}", failures.join("\n"));
+}
+
+#[test]
+fn matmul_and_embed_every_format() {
+    if let Some(be) = backend(Options::default()) {
+        check_matmul_and_embed(&be);
+    }
+}
+
+#[test]
+fn matmul_and_embed_every_format_fallbacks() {
+    if let Some(be) = backend(Options::fallbacks()) {
+        check_matmul_and_embed(&be);
+    }
+}
+
+/// A decode step uploads only the six small batch inputs and reads back only the argmax ids.
+#[test]
+fn decode_step_transfers_only_inputs_and_token_ids() {
+    let Some(be) = backend(Options::default()) else { return };
+    let gguf = tiny_gguf(&TinySpec::default());
+    let mut runner = Runner::load(be, &gguf, CacheLayout::plain(1, 64), 64).unwrap();
+    let seq = runner.cache.add_seq();
+    let mut next = runner.forward_argmax(&Batch::sequence(seq, 0, &[1, 2, 3, 4], false)).unwrap()[0];
+    for pos in 4..8 {
+        let before = runner.backend.transfer_count();
+        next = runner.forward_argmax(&Batch::sequence(seq, pos, &[next], false)).unwrap()[0];
+        assert_eq!(runner.backend.transfer_count() - before, 7, "6 input uploads + 1 id readback");
+    }
+}
