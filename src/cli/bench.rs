@@ -114,8 +114,8 @@ fn speculative<B: Backend>(backend: &Arc<B>, model: &Arc<Llama<B>>, gguf: &Gguf,
         );
         println!("plain greedy: {:.1} tok/s (min {:.1}, max {:.1})", plain.median, plain.min, plain.max);
         println!(
-            "{:<7} {:>2} {:>9} {:>9} {:>8} {:>8} {:>8}  {}",
-            "mode", "k", "accept", "mean len", "speedup", "min", "max", "same tokens"
+            "{:<7} {:>2} {:>9} {:>9} {:>8} {:>8} {:>8}  same tokens",
+            "mode", "k", "accept", "mean len", "speedup", "min", "max"
         );
         for pt in &report.points {
             let s = &pt.speedup;
