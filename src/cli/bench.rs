@@ -1,13 +1,19 @@
-//! `ultra bench`: prefill (pp) and decode (tg) tok/s, median/min/max of r runs.
+//! `ultra bench`: prefill (pp) and decode (tg) tok/s; with `--batch`, aggregate decode tok/s of
+//! B sequences together; with `--draft-mode`, speculative decoding against plain decoding on
+//! the reference prompts. The measuring is in `ultra::bench`; this file picks and prints.
 
-use anyhow::Result;
+use std::sync::Arc;
 
-use super::{BenchArgs, with_backend};
+use anyhow::{Context, Result, bail};
+use serde_json::{Value, json};
+
+use super::{BenchArgs, DraftMode, with_backend};
 use ultra::Backend;
-use ultra::bench::bench;
+use ultra::bench::{self, DraftSource};
 use ultra::gguf::Gguf;
 use ultra::kv_cache::CacheLayout;
-use ultra::model::Runner;
+use ultra::model::{Llama, Runner};
+use ultra::tokenizer::Tokenizer;
 
 pub fn run(args: BenchArgs) -> Result<()> {
     let gguf = args.model.open()?;
@@ -15,18 +21,118 @@ pub fn run(args: BenchArgs) -> Result<()> {
 }
 
 fn run_on<B: Backend>(backend: B, gguf: &Gguf, args: &BenchArgs) -> Result<()> {
-    let context = args.prompt_tokens + args.gen_tokens;
-    let mut runner = Runner::load(backend, gguf, CacheLayout::plain(1, context), context)?;
-    let report = bench(&mut runner, args.prompt_tokens, args.gen_tokens, args.runs)?;
+    let (p, n, runs) = (args.prompt_tokens, args.gen_tokens, args.runs);
+    let model = Arc::new(Llama::load(&backend, gguf)?);
+    let backend = Arc::new(backend);
+    let mut out = json!({ "backend": backend.name(), "load_avg": bench::load_average() });
+    let plain_only = args.batch.is_none() && args.draft_mode.is_empty();
+    if plain_only {
+        let mut runner = Runner::new(backend.clone(), model.clone(), CacheLayout::plain(1, p + n), p + n)?;
+        let report = bench::bench(&mut runner, p, n, runs)?;
+        super::generate::merge(&mut out, serde_json::to_value(&report)?);
+        if !args.json {
+            let (pre, dec) = (&report.prefill_tok_s, &report.decode_tok_s);
+            println!("backend {} | {} runs", backend.name(), pre.runs.len());
+            println!("pp{p:<5} {:>9.1} tok/s  (min {:.1}, max {:.1})", pre.median, pre.min, pre.max);
+            println!("tg{n:<5} {:>9.1} tok/s  (min {:.1}, max {:.1})", dec.median, dec.min, dec.max);
+        }
+    }
+    if let Some(list) = &args.batch {
+        let max_b = list.0.iter().copied().max().unwrap_or(1);
+        let mut runner = Runner::new(backend.clone(), model.clone(), CacheLayout::plain(max_b, p + n), p + n)?;
+        let report = bench::bench_batch(&mut runner, p, n, &list.0, runs)?;
+        if !args.json {
+            println!("batched decode | p {p}, n {n} per sequence, {runs} runs | aggregate tok/s");
+            println!("{:>5} {:>10} {:>10} {:>10} {:>8}", "B", "median", "min", "max", "×B=1");
+            for pt in &report.points {
+                let t = &pt.decode_tok_s;
+                println!(
+                    "{:>5} {:>10.1} {:>10.1} {:>10.1} {:>8.2}",
+                    pt.batch, t.median, t.min, t.max, pt.speedup_vs_b1
+                );
+            }
+        }
+        out["batch"] = serde_json::to_value(&report)?;
+    }
+    if !args.draft_mode.is_empty() {
+        let report = speculative(&backend, &model, gguf, args)?;
+        out["speculative"] = report;
+    }
+    // Load before and after: on a shared machine this says how far to trust the figures.
+    out["load_avg_end"] = json!(bench::load_average());
     if args.json {
-        let mut value = serde_json::to_value(&report)?;
-        value["backend"] = runner.backend.name().into();
-        println!("{value}");
-    } else {
-        let (p, d) = (&report.prefill_tok_s, &report.decode_tok_s);
-        println!("backend {} | {} runs", runner.backend.name(), p.runs.len());
-        println!("pp{:<5} {:>9.1} tok/s  (min {:.1}, max {:.1})", report.prompt_tokens, p.median, p.min, p.max);
-        println!("tg{:<5} {:>9.1} tok/s  (min {:.1}, max {:.1})", report.gen_tokens, d.median, d.min, d.max);
+        println!("{out}");
     }
     Ok(())
+}
+
+/// The drafters asked for (`none` adds none: plain decoding is always measured).
+fn sources<B: Backend>(backend: &B, model: &Llama<B>, args: &BenchArgs) -> Result<Vec<DraftSource<B>>> {
+    let mut out = Vec::new();
+    for mode in &args.draft_mode {
+        out.push(match mode {
+            DraftMode::None => continue,
+            DraftMode::Ngram => DraftSource::Ngram,
+            DraftMode::Lookup => DraftSource::Lookup,
+            DraftMode::SelfLayers => {
+                DraftSource::SelfLayers(args.draft_layers.unwrap_or((model.config.n_layers / 4).max(1)))
+            }
+            DraftMode::Model => {
+                let path = args.draft_model.as_ref().context("--draft-mode model needs --draft-model PATH")?;
+                let gguf = Gguf::open(path).with_context(|| format!("loading draft model {}", path.display()))?;
+                let draft = Llama::load(backend, &gguf)?;
+                if draft.config.vocab_size != model.config.vocab_size {
+                    bail!(
+                        "the draft model's vocabulary ({}) differs from the target's ({})",
+                        draft.config.vocab_size,
+                        model.config.vocab_size
+                    );
+                }
+                DraftSource::Model(Arc::new(draft))
+            }
+        });
+    }
+    Ok(out)
+}
+
+fn speculative<B: Backend>(backend: &Arc<B>, model: &Arc<Llama<B>>, gguf: &Gguf, args: &BenchArgs) -> Result<Value> {
+    let tokenizer = Tokenizer::from_gguf(gguf)?;
+    let (prompts, source) = bench::bench_prompts(&tokenizer)?;
+    let ks = &args.speculate.0;
+    let (layout, context) = bench::target_layout(&prompts, args.gen_tokens, ks.iter().copied().max().unwrap_or(1));
+    let target = Runner::new(backend.clone(), model.clone(), layout, context)?;
+    let sources = sources(&**backend, model, args)?;
+    let report =
+        bench::bench_speculative(target, &prompts, args.gen_tokens, &sources, ks, args.runs, tokenizer.eog_ids())?;
+    if !args.json {
+        let plain = &report.plain_decode_tok_s;
+        println!(
+            "speculative decoding | {} prompts from {source} | ≤{} tokens each | {} runs",
+            prompts.len(),
+            args.gen_tokens,
+            plain.runs.len()
+        );
+        println!("plain greedy: {:.1} tok/s (min {:.1}, max {:.1})", plain.median, plain.min, plain.max);
+        println!(
+            "{:<7} {:>2} {:>9} {:>9} {:>8} {:>8} {:>8}  same tokens",
+            "mode", "k", "accept", "mean len", "speedup", "min", "max"
+        );
+        for pt in &report.points {
+            let s = &pt.speedup;
+            println!(
+                "{:<7} {:>2} {:>8.1}% {:>9.2} {:>7.2}× {:>7.2}× {:>7.2}×  {}",
+                pt.mode,
+                pt.k,
+                100.0 * pt.acceptance_rate.median,
+                pt.mean_accepted_len.median,
+                s.median,
+                s.min,
+                s.max,
+                pt.matches_plain
+            );
+        }
+    }
+    let mut value = serde_json::to_value(&report)?;
+    value["prompt_source"] = source.into();
+    Ok(value)
 }

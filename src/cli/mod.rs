@@ -241,14 +241,50 @@ pub struct BenchArgs {
     /// Prompt tokens to prefill.
     #[arg(short = 'p', long = "prompt-tokens", default_value_t = 512)]
     pub prompt_tokens: usize,
-    /// Tokens to decode.
+    /// Tokens to decode (per sequence with --batch, per prompt with --draft-mode).
     #[arg(short = 'n', long = "gen-tokens", default_value_t = 128)]
     pub gen_tokens: usize,
     /// Runs; the median is reported.
     #[arg(short = 'r', long = "runs", default_value_t = 5)]
     pub runs: usize,
+    /// Aggregate decode tok/s of B sequences decoded together, for each B of a list
+    /// (`1,2,4` or `1-8`; alone: 1,2,4,8,16,32).
+    #[arg(long, num_args = 0..=1, default_missing_value = "1,2,4,8,16,32", value_parser = parse_list)]
+    pub batch: Option<List>,
+    /// Speculative decoding against plain greedy decoding on the reference prompts, for each
+    /// drafter of a list (`lookup,ngram,self`).
+    #[arg(long, value_enum, value_delimiter = ',')]
+    pub draft_mode: Vec<DraftMode>,
+    /// Drafted tokens per verification pass, a list (`1-8`, `2,4`).
+    #[arg(long, default_value = "4", value_parser = parse_list)]
+    pub speculate: List,
+    #[arg(long)]
+    pub draft_model: Option<PathBuf>,
+    /// Layers of the target used by `--draft-mode self` (default: a quarter).
+    #[arg(long)]
+    pub draft_layers: Option<usize>,
     #[arg(long)]
     pub json: bool,
+}
+
+/// A list of counts from the command line.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct List(pub Vec<usize>);
+
+/// `1,2,4`, `1-8` or a mix (`1-4,8`).
+pub fn parse_list(text: &str) -> Result<List, String> {
+    let mut out = Vec::new();
+    for part in text.split(',').map(str::trim).filter(|p| !p.is_empty()) {
+        let num = |s: &str| s.trim().parse::<usize>().map_err(|_| format!("`{s}` is not a count in `{text}`"));
+        match part.split_once('-') {
+            Some((a, b)) => out.extend(num(a)?..=num(b)?),
+            None => out.push(num(part)?),
+        }
+    }
+    if out.is_empty() || out.contains(&0) {
+        return Err(format!("`{text}`: expected counts above 0, like `1,2,4` or `1-8`"));
+    }
+    Ok(List(out))
 }
 
 /// The context to serve: `--ctx`, else the model's trained context capped at 4096.
