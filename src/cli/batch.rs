@@ -66,6 +66,11 @@ pub fn run_on<B: Backend>(backend: B, gguf: &Gguf, args: &GenerateArgs) -> Resul
                 "text": text,
                 "cached_prompt_tokens": c.cached_prompt_tokens,
                 "preemptions": c.preemptions,
+                "target_forward_passes": c.forward_passes,
+                "pages_allocated": c.pool.allocated,
+                "pages_freed": c.pool.freed,
+                "pages_reused": c.pool.reused,
+                "pages_in_use_at_end": c.pages_in_use,
             });
             writeln!(stdout, "{out}")?;
         } else {

@@ -9,7 +9,7 @@ use std::collections::VecDeque;
 use crate::backend::Backend;
 use crate::error::{Error, Result};
 use crate::generate::sampler::Sampler;
-use crate::kv_cache::SeqId;
+use crate::kv_cache::{PoolStats, SeqId};
 use crate::model::{Batch, Runner};
 
 /// One prompt to complete.
@@ -30,6 +30,11 @@ pub struct Completion {
     /// Prompt tokens taken from the prefix cache at (first) admission.
     pub cached_prompt_tokens: usize,
     pub preemptions: usize,
+    /// Forward passes of the whole batch so far, when this request completed.
+    pub forward_passes: u64,
+    /// The page pool's counters when this request completed.
+    pub pool: PoolStats,
+    pub pages_in_use: usize,
 }
 
 struct Active {
@@ -159,6 +164,9 @@ impl<'a, B: Backend> Scheduler<'a, B> {
                     stopped_at_eog,
                     cached_prompt_tokens: a.cached_prompt_tokens.unwrap_or(0),
                     preemptions: a.preemptions,
+                    forward_passes: self.runner.forward_passes,
+                    pool: self.runner.cache.stats(),
+                    pages_in_use: self.runner.cache.blocks_in_use(),
                 });
             }
         }
