@@ -78,3 +78,52 @@ impl AdaptiveWindow {
         self.adaptive && self.plain_tok_s.is_none()
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    const MS: Duration = Duration::from_millis(1);
+
+    #[test]
+    fn a_fixed_window_never_moves() {
+        let mut w = AdaptiveWindow::new(4, false, 8);
+        w.after_round(4, 0, 1, 100 * MS);
+        w.after_plain_step(MS);
+        assert_eq!(w.k(), 4);
+        assert!(!w.wants_baseline());
+    }
+
+    #[test]
+    fn the_window_grows_on_full_acceptance_and_shrinks_on_poor_acceptance() {
+        let mut w = AdaptiveWindow::new(2, true, 4);
+        w.after_plain_step(10 * MS); // baseline: 100 tok/s
+        for _ in 0..5 {
+            w.after_round(w.k(), w.k(), w.k() + 1, 10 * MS); // every draft accepted, fast
+        }
+        assert_eq!(w.k(), 4, "grows to k_max and stops there");
+        w.after_round(4, 1, 2, 10 * MS);
+        assert_eq!(w.k(), 3, "fewer than half accepted: shrink");
+        for _ in 0..5 {
+            w.after_round(w.k(), 0, 1, 5 * MS);
+        }
+        assert_eq!(w.k(), 1, "never below k_min");
+    }
+
+    #[test]
+    fn speculation_turns_off_while_it_does_not_pay_then_probes_again() {
+        let mut w = AdaptiveWindow::new(3, true, 8);
+        assert!(w.wants_baseline());
+        w.after_plain_step(10 * MS); // plain: 100 tok/s
+        w.after_round(3, 0, 1, 30 * MS); // speculative: 33 tok/s
+        assert_eq!(w.k(), 0, "slower than plain decoding: off");
+        for _ in 0..OFF_STEPS - 1 {
+            w.after_plain_step(10 * MS);
+            assert_eq!(w.k(), 0);
+        }
+        w.after_plain_step(10 * MS);
+        assert_eq!(w.k(), 1, "after OFF_STEPS plain steps it probes again from k_min");
+        w.after_round(1, 1, 2, 5 * MS); // 400 tok/s: pays
+        assert!(w.k() >= 1);
+    }
+}
