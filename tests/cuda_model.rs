@@ -134,6 +134,19 @@ fn teacher_forced_logits_match_the_cpu_and_llama_cpp() {
     );
 }
 
+/// Replayed CUDA graphs run the very launches an eager step makes: the same ids, bit for bit.
+#[test]
+fn greedy_ids_are_the_same_with_and_without_cuda_graphs() {
+    let (Some(on), Some(mut off)) = (cuda(), cuda()) else { return };
+    off.set_graphs(false);
+    let (mut on, mut off) = (runner(on, 1024), runner(off, 1024));
+    for case in prompts() {
+        let prompt = ids(&case["prompt_ids"]);
+        let n = ids(&case["generated_ids"]).len();
+        assert_eq!(greedy(&mut on, &prompt, n), greedy(&mut off, &prompt, n), "{}", case["name"]);
+    }
+}
+
 #[test]
 fn greedy_ids_match_the_cpu_and_llama_cpp_until_a_near_tie() {
     let Some(gpu) = cuda() else { return };

@@ -129,6 +129,15 @@ pub struct AttnShape {
     pub scale: f32,
 }
 
+/// What `begin_step` asks of the caller.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum StepMode {
+    /// Call the step's ops as usual (the backend may be recording them).
+    Run,
+    /// The backend replayed a recording of this step's ops: skip them (still call `end_step`).
+    Replayed,
+}
+
 pub trait Backend: Send + Sync + Sized + 'static {
     /// Device memory holding one tensor's elements.
     type Buffer: Send + Sync;
@@ -152,6 +161,16 @@ pub trait Backend: Send + Sync + Sized + 'static {
     fn upload_weight(&self, format: Format, rows: usize, cols: usize, bytes: HostBytes) -> Result<Weight<Self>>;
     /// Waits until all queued work is done.
     fn sync(&self) -> Result<()>;
+
+    // ---- steps ----------------------------------------------------------------------------
+    /// Starts one forward pass. Equal `key`s promise identical op calls: the same buffers, the
+    /// same shapes and launch sizes, only the *contents* of inputs written (and index-checked by
+    /// the caller) before this call differ. A backend may record the first such pass and replay
+    /// it (CUDA graphs), returning `Replayed`; CPU and wgpu always answer `Run`. Steps on one
+    /// backend must not overlap: while one is recorded, any other launch would be recorded too.
+    fn begin_step(&self, key: u64) -> Result<StepMode>;
+    /// Ends the pass `begin_step` started; `ok` is false when an op failed (nothing is recorded).
+    fn end_step(&self, ok: bool) -> Result<()>;
 
     // ---- matmul ---------------------------------------------------------------------------
     /// dst[m, n] = Σ_k x[m, k] · w[n, k]          x: [m, k]; w: [n, k] any format; dst: [m, n]

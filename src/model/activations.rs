@@ -1,11 +1,15 @@
 //! Buffers for one batch shape, allocated once and reused for every forward call of that shape,
 //! so the decode loop allocates nothing (llama2.c's RunState).
 
+use std::sync::atomic::{AtomicU64, Ordering};
+
 use crate::backend::{AttnBatch, Backend, DType, Tensor};
 use crate::error::Result;
 use crate::model::Config;
 
 pub struct Activations<B: Backend> {
+    /// Unique per allocation: the `begin_step` key of passes over these buffers.
+    pub step_key: u64,
     pub n_tokens: usize,
     pub n_logits: usize,
     pub ids: Tensor<B>,        // u32 [n_tokens, 1]
@@ -37,7 +41,9 @@ impl<B: Backend> Activations<B> {
     ) -> Result<Self> {
         let f = |rows, cols| be.alloc(DType::F32, rows, cols);
         let u = |rows, cols| be.alloc(DType::U32, rows, cols);
+        static NEXT_KEY: AtomicU64 = AtomicU64::new(0);
         Ok(Activations {
+            step_key: NEXT_KEY.fetch_add(1, Ordering::Relaxed),
             n_tokens,
             n_logits,
             ids: u(n_tokens, 1)?,

@@ -5,7 +5,7 @@
 use std::path::Path;
 use std::sync::Arc;
 
-use crate::backend::Backend;
+use crate::backend::{Backend, StepMode};
 use crate::error::{Error, Result};
 use crate::gguf::Gguf;
 use crate::kv_cache::{CacheLayout, KvCache};
@@ -155,8 +155,17 @@ impl<B: Backend> Runner<B> {
         // The CPU backend forks and joins on rayon's pool a few hundred times per pass. Run from a
         // pool thread, each fork is a local push that this thread helps finish; run from outside,
         // each would be an injection into the pool plus a sleep and wake-up of the caller.
-        let (model, cache) = (&self.model, &mut self.cache);
-        rayon::scope(|_| model.forward(be, cache, a))?;
+        //
+        // All inputs are written (and their indices checked, by `check` and the cache) before
+        // `begin_step`, into buffers of this shape, so a backend may replay a recorded pass.
+        if be.begin_step(a.step_key)? == StepMode::Run {
+            let (model, cache) = (&self.model, &mut self.cache);
+            let done = rayon::scope(|_| model.forward(be, cache, a));
+            be.end_step(done.is_ok())?;
+            done?;
+        } else {
+            be.end_step(true)?;
+        }
         self.forward_passes += 1;
         Ok(())
     }

@@ -15,7 +15,7 @@ mod rope;
 mod sampling;
 pub mod simd;
 
-use crate::backend::{AttnBatch, AttnShape, Backend, DType, HostBytes, KvLayer, Rope, Tensor, Weight};
+use crate::backend::{AttnBatch, AttnShape, Backend, DType, HostBytes, KvLayer, Rope, StepMode, Tensor, Weight};
 use crate::error::Result;
 use crate::quant::Format;
 
@@ -47,6 +47,8 @@ impl Backend for Cpu {
         buffer::upload_weight(format, rows, cols, bytes)
     }
     fn sync(&self) -> Result<()> { Ok(()) }
+    fn begin_step(&self, _key: u64) -> Result<StepMode> { Ok(StepMode::Run) }
+    fn end_step(&self, _ok: bool) -> Result<()> { Ok(()) }
 
     fn matmul(&self, x: &Tensor<Cpu>, w: &Weight<Cpu>, dst: &mut Tensor<Cpu>) -> Result<()> { matmul::matmul(x, w, dst) }
 

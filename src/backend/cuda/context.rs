@@ -3,10 +3,12 @@
 //! `Error` here, at the backend boundary.
 
 use std::collections::HashMap;
+use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::{Arc, Mutex, MutexGuard};
 
 use cudarc::driver::{CudaContext, CudaFunction, CudaModule, CudaSlice, CudaStream, DriverError, LaunchConfig};
 
+use super::graph::Graphs;
 use super::source::Module;
 use crate::backend::{DType, HostBytes, Tensor, Weight};
 use crate::error::{Error, Result};
@@ -23,6 +25,11 @@ pub struct Cuda {
     pub(super) q8_scratch: Mutex<Option<CudaSlice<u8>>>,
     /// Split-K partial results of attention.
     pub(super) attn_scratch: Mutex<Option<CudaSlice<u8>>>,
+    /// Bumped whenever a scratch buffer moves (graphs that captured the old one are stale).
+    pub(super) scratch_generation: AtomicU64,
+    /// Recorded decode steps (CUDA graphs); off with `ULTRA_CUDA_GRAPHS=0`.
+    pub(super) graphs: Mutex<Graphs>,
+    pub(super) graphs_enabled: bool,
 }
 
 /// One tensor's device memory. u32 tensors also keep a host copy of what `write_u32` put there
@@ -77,7 +84,16 @@ impl Cuda {
             modules: Mutex::default(),
             q8_scratch: Mutex::default(),
             attn_scratch: Mutex::default(),
+            scratch_generation: AtomicU64::new(0),
+            graphs: Mutex::default(),
+            graphs_enabled: std::env::var("ULTRA_CUDA_GRAPHS").map_or(true, |v| v != "0"),
         })
+    }
+
+    /// Turns the recording of decode steps as CUDA graphs on or off (on by default, unless
+    /// `ULTRA_CUDA_GRAPHS=0`): off, every step launches its kernels one by one.
+    pub fn set_graphs(&mut self, on: bool) {
+        self.graphs_enabled = on;
     }
 
     /// Device name, compute capability and memory, for `ultra info`.
@@ -139,6 +155,7 @@ impl Cuda {
         let mut guard = lock(slot);
         if guard.as_ref().is_none_or(|b| b.len() < n) {
             *guard = Some(self.alloc_bytes(n.next_power_of_two())?);
+            self.scratch_generation.fetch_add(1, Ordering::Relaxed);
         }
         Ok(guard)
     }

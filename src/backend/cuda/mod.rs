@@ -5,6 +5,7 @@ mod attention;
 mod context;
 mod elementwise;
 mod embed;
+mod graph;
 mod matmul;
 mod norm;
 mod rope;
@@ -13,7 +14,7 @@ pub mod source;
 
 pub use context::{Cuda, CudaBuffer, CudaWeight};
 
-use crate::backend::{AttnBatch, AttnShape, Backend, DType, HostBytes, KvLayer, Rope, Tensor, Weight};
+use crate::backend::{AttnBatch, AttnShape, Backend, DType, HostBytes, KvLayer, Rope, StepMode, Tensor, Weight};
 use crate::error::Result;
 use crate::quant::Format;
 
@@ -45,6 +46,12 @@ impl Backend for Cuda {
     }
     fn sync(&self) -> Result<()> {
         context::sync(self)
+    }
+    fn begin_step(&self, key: u64) -> Result<StepMode> {
+        graph::begin_step(self, key)
+    }
+    fn end_step(&self, ok: bool) -> Result<()> {
+        graph::end_step(self, ok)
     }
 
     fn matmul(&self, x: &Tensor<Self>, w: &Weight<Self>, dst: &mut Tensor<Self>) -> Result<()> {

@@ -16,7 +16,7 @@ mod sampling;
 pub use context::{GpuBuffer, Options};
 pub use memory::GpuWeight;
 
-use crate::backend::{AttnBatch, AttnShape, Backend, DType, HostBytes, KvLayer, Rope, Tensor, Weight};
+use crate::backend::{AttnBatch, AttnShape, Backend, DType, HostBytes, KvLayer, Rope, StepMode, Tensor, Weight};
 use crate::error::{Error, Result};
 use crate::quant::Format;
 
@@ -116,6 +116,12 @@ impl Backend for Wgpu {
     }
     fn sync(&self) -> Result<()> {
         memory::sync(self)
+    }
+    fn begin_step(&self, _key: u64) -> Result<StepMode> {
+        Ok(StepMode::Run)
+    }
+    fn end_step(&self, _ok: bool) -> Result<()> {
+        Ok(())
     }
     fn matmul(&self, x: &Tensor<Self>, w: &Weight<Self>, dst: &mut Tensor<Self>) -> Result<()> {
         matmul::matmul(self, x, w, dst)
