@@ -243,5 +243,6 @@ pub fn all() -> Vec<Case> {
     cases.push(attn(&[20, 45, 5], &[5, 4, 3], (4, 1), 32, 16)); // speculative verify, MQA
     cases.push(attn(&[300, 9], &[2, 9], (2, 2), 128, 7)); // MHA, block size not a power of two
     cases.push(attn(&[13], &[13], (6, 2), 64, 1)); // one slot per block
+    cases.push(attn(&[300], &[37], (4, 2), 128, 16)); // one prompt's tail across a chunk edge (wgpu: tiled)
     cases
 }

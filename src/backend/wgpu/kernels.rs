@@ -43,6 +43,7 @@ kernels! {
     KvWrite => "kv_write", [R, R, R, W, W];
     CopySlots => "copy_slots", [R, W];
     Attention => "attention", [R, R, R, R, R, R, W];
+    AttentionTiled => "attention_tiled", [R, R, R, R, R, R, W];
     AttentionCombine => "attention_combine", [R, W];
     Argmax => "argmax", [R, W];
 }
@@ -176,6 +177,7 @@ pub const FILES: &[&str] = &[
     "kv_write",
     "copy_slots",
     "attention",
+    "attention_tiled",
     "attention_combine",
     "argmax",
     "common",
