@@ -3,9 +3,9 @@
 //             dst: [m, n] f32; k is a multiple of 32 (whole blocks)
 // Launch      grid (ceil(n / (4·TEAMS)), ceil(m / MB)); WG threads = TEAMS teams of TPR lanes; a team owns
 //             weight rows 4j..4j+3 and lane t the blocks b ≡ t (mod TPR) of those rows, for MB rows of x
-// Numerics    per (row, x-row, block): s = Σ v·x as a vec4 fma chain over the block's 8 quads, then
-//             (s.x + s.y) + (s.z + s.w); per lane acc = fma(d, s, acc) [+ fma(m, Σx, acc)] over its blocks,
-//             then row_sum4 over the team: the same order for every m and MB (bit-identical batches)
+// Numerics    per (row, x-row, block): acc = block_fma(d, v, x, acc) (dot32_f32.wgsl, or dot32_f16.wgsl with
+//             SHADER_F16) [+ fma(m, Σx, acc)] over the lane's blocks, then row_sum4 over the team: the same
+//             order for every m and MB (bit-identical batches)
 
 const TEAMS: u32 = WG / TPR;
 const ROWS: u32 = TEAMS * 4u;
@@ -51,19 +51,6 @@ fn xblock(i: u32, b: u32) -> Blk {
     return Blk(x[at], x[at + 1u], x[at + 2u], x[at + 3u], x[at + 4u], x[at + 5u], x[at + 6u], x[at + 7u]);
 }
 
-// Σ a·b over a block: a vec4 fma chain, then a fixed pairwise sum of its lanes.
-fn dot32(a: Blk, b: Blk) -> f32 {
-    var s = a.v0 * b.v0;
-    s = fma(a.v1, b.v1, s);
-    s = fma(a.v2, b.v2, s);
-    s = fma(a.v3, b.v3, s);
-    s = fma(a.v4, b.v4, s);
-    s = fma(a.v5, b.v5, s);
-    s = fma(a.v6, b.v6, s);
-    s = fma(a.v7, b.v7, s);
-    return (s.x + s.y) + (s.z + s.w);
-}
-
 // Σ b over a block (for formats with a minimum).
 fn sum32(b: Blk) -> f32 {
     let s = ((b.v0 + b.v1) + (b.v2 + b.v3)) + ((b.v4 + b.v5) + (b.v6 + b.v7));
@@ -86,8 +73,7 @@ fn matmul_vec(@builtin(workgroup_id) wg: vec3<u32>, @builtin(local_invocation_in
         for (var i = 0u; i < MB; i++) {
             if (i0 + i < params.m) {
                 let xb = xblock(i0 + i, b);
-                let s = vec4<f32>(dot32(vals(w0), xb), dot32(vals(w1), xb), dot32(vals(w2), xb), dot32(vals(w3), xb));
-                acc[i] = fma(d, s, acc[i]);
+                acc[i] = block_fma(d, vals(w0), vals(w1), vals(w2), vals(w3), xb, acc[i]);
                 if (HAS_MIN) {
                     acc[i] = fma(vec4<f32>(w0.m, w1.m, w2.m, w3.m), vec4<f32>(sum32(xb)), acc[i]);
                 }

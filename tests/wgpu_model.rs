@@ -1,8 +1,12 @@
 //! End to end on the reference model (SmolLM2-135M-Instruct Q4_1), wgpu against the CPU backend
-//! and against llama.cpp's outputs (tests/data/smollm2). Tolerances: wgpu and CPU both compute in
-//! f32 and differ only in summation order, so teacher-forced logits agree to NMSE < 1e-6 and
+//! and against llama.cpp's outputs (tests/data/smollm2). Tolerances (`Tol`): with f32 kernels wgpu
+//! and CPU differ only in summation order, so teacher-forced logits agree to NMSE < 1e-6 and
 //! max |Δ| < 0.02; free-running greedy ids may first differ only where the CPU's own top-2 gap
-//! is < 0.05; perplexity within 0.5% of the CPU's. On a software adapter (lavapipe, in CI) the
+//! is < 0.05; perplexity within 0.5% of the CPU's. With SHADER_F16 the quantized matmuls form
+//! per-block products in f16 (unit roundoff 2^-11 against f32's 2^-24): ~3e-7 NMSE per matmul,
+//! compounded over 30 layers to logits NMSE up to 2.0e-4 and max |Δ| 0.17 (perplexity 0.55% off,
+//! lower) on lavapipe; the f16 limits are NMSE 5e-4 (ggml test-backend-ops' allowance for one
+//! reduced-precision op) and about 2–4× the rest. On a software adapter (lavapipe, in CI) the
 //! same kinds of check run on fewer prompts, shorter generations and fewer perplexity chunks.
 //! Skips loudly without an adapter unless `ULTRA_REQUIRE_WGPU=1`.
 #![cfg(feature = "wgpu")]
@@ -17,13 +21,27 @@ use ultra::kv_cache::CacheLayout;
 use ultra::model::{Batch, Runner};
 use ultra::{Backend, Cpu, Wgpu};
 
-const NMSE_TOL: f64 = 1e-6;
-const MAX_ABS_TOL: f64 = 0.02;
-/// CPU top-2 gap below which a different greedy choice is a legitimate f32 near-tie.
-const NEAR_TIE_CPU: f32 = 0.05;
-/// llama.cpp's top-2 gap below which its choice and ours may differ (tests/model.rs).
-const NEAR_TIE_LLAMA: f64 = 0.3;
-const LOGIT_TOL_F64: f64 = 0.05;
+/// How far wgpu may be from the CPU and from llama.cpp (see the module doc for the numbers).
+struct Tol {
+    nmse: f64,
+    max_abs: f64,
+    /// CPU top-2 gap below which a different greedy choice is a legitimate near-tie.
+    near_tie_cpu: f32,
+    /// llama.cpp's top-2 gap below which its choice and ours may differ (tests/model.rs).
+    near_tie_llama: f64,
+    /// |log-prob − f64 reference log-prob| of the generated token.
+    logprob: f64,
+    /// |PPL / CPU PPL − 1|.
+    ppl: f64,
+}
+
+fn tol(be: &Wgpu) -> Tol {
+    if be.knobs().1 {
+        Tol { nmse: 5e-4, max_abs: 0.4, near_tie_cpu: 0.4, near_tie_llama: 0.8, logprob: 0.2, ppl: 0.02 }
+    } else {
+        Tol { nmse: 1e-6, max_abs: 0.02, near_tie_cpu: 0.05, near_tie_llama: 0.3, logprob: 0.05, ppl: 0.005 }
+    }
+}
 
 /// How much of the reference data to run: all of it on a GPU, a slice on a software adapter.
 struct Scale {
@@ -94,6 +112,7 @@ fn top2(x: &[f32]) -> (u32, f32) {
 #[test]
 fn teacher_forced_logits_match_cpu_and_llama_cpp() {
     let Some((be, scale)) = setup() else { return };
+    let tol = tol(&be);
     let (mut gpu, mut cpu) = (runner(be, 1024), runner(Cpu::new(), 1024));
     let (mut worst_nmse, mut worst_abs) = (0f64, 0f64);
     for case in prompts(&scale) {
@@ -114,15 +133,15 @@ fn teacher_forced_logits_match_cpu_and_llama_cpp() {
             worst_nmse = worst_nmse.max(err / norm);
             worst_abs = worst_abs.max(max_abs);
             assert!(
-                err / norm < NMSE_TOL && max_abs < MAX_ABS_TOL,
+                err / norm < tol.nmse && max_abs < tol.max_abs,
                 "{name} step {s}: NMSE {:e}, max |Δ| {max_abs}",
                 err / norm
             );
-            if gaps[s] >= NEAR_TIE_LLAMA {
+            if gaps[s] >= tol.near_tie_llama {
                 assert_eq!(top2(&g[s]).0, generated[s], "{name}: argmax differs from llama.cpp at step {s}");
             }
             let lp = log_softmax_at(&g[s], generated[s] as usize);
-            assert!((lp - f64_lp[s]).abs() < LOGIT_TOL_F64, "{name} step {s}: log-prob {lp} vs f64 {}", f64_lp[s]);
+            assert!((lp - f64_lp[s]).abs() < tol.logprob, "{name} step {s}: log-prob {lp} vs f64 {}", f64_lp[s]);
         }
     }
     eprintln!("wgpu vs cpu logits: worst NMSE {worst_nmse:e}, worst max |Δ| {worst_abs:.5}");
@@ -131,6 +150,7 @@ fn teacher_forced_logits_match_cpu_and_llama_cpp() {
 #[test]
 fn greedy_ids_match_cpu_until_a_near_tie() {
     let Some((be, scale)) = setup() else { return };
+    let tol = tol(&be);
     let (mut gpu, mut cpu) = (runner(be, 1024), runner(Cpu::new(), 1024));
     for case in prompts(&scale) {
         let name = case["name"].as_str().unwrap();
@@ -142,13 +162,13 @@ fn greedy_ids_match_cpu_until_a_near_tie() {
         let (mut id_c, mut gap) = top2(cpu.logits(0));
         for step in 0..expected.len().min(scale.steps) {
             if id_g != id_c {
-                assert!(gap < NEAR_TIE_CPU, "{name} step {step}: wgpu chose {id_g}, cpu {id_c} with gap {gap}");
+                assert!(gap < tol.near_tie_cpu, "{name} step {step}: wgpu chose {id_g}, cpu {id_c} with gap {gap}");
                 eprintln!("{name}: first divergence from the CPU at step {step} (cpu gap {gap:.4})");
                 break;
             }
             if id_g != expected[step] {
                 assert!(
-                    llama_gaps[step] < NEAR_TIE_LLAMA,
+                    llama_gaps[step] < tol.near_tie_llama,
                     "{name} step {step}: {id_g} vs llama.cpp {}",
                     expected[step]
                 );
@@ -165,8 +185,9 @@ fn greedy_ids_match_cpu_until_a_near_tie() {
 }
 
 #[test]
-fn perplexity_within_half_a_percent_of_cpu() {
+fn perplexity_close_to_cpu() {
     let Some((be, scale)) = setup() else { return };
+    let tol = tol(&be);
     let refs = common::load_json("smollm2/perplexity.json");
     let tokens = common::ids(&refs["text"]["token_ids"]);
     let ctx = 128;
@@ -174,5 +195,5 @@ fn perplexity_within_half_a_percent_of_cpu() {
     let got = perplexity(&mut runner(be, ctx), tokens, ctx, ctx, |_, _| {}).unwrap();
     let want = perplexity(&mut runner(Cpu::new(), ctx), tokens, ctx, ctx, |_, _| {}).unwrap();
     eprintln!("ctx {ctx}, {} chunks: wgpu PPL {:.4}, cpu {:.4}", got.n_chunks, got.ppl, want.ppl);
-    assert!((got.ppl / want.ppl - 1.0).abs() < 0.005, "wgpu PPL {} vs cpu {}", got.ppl, want.ppl);
+    assert!((got.ppl / want.ppl - 1.0).abs() < tol.ppl, "wgpu PPL {} vs cpu {}", got.ppl, want.ppl);
 }

@@ -152,7 +152,8 @@ pub fn compare(tolerance: Tolerance, expected: &[f64], actual: &[f64]) -> Result
 }
 
 /// Runs every case of `family` on `backend`; panics with one line per failing case.
-pub fn check_family<B: Backend>(backend: &B, family: Family) {
+pub fn check_family<B: Backend + 'static>(backend: &B, family: Family) {
+    let f16 = uses_f16(backend);
     let cases: Vec<_> = cases::all().into_iter().filter(|c| c.op.family() == family).collect();
     assert!(!cases.is_empty(), "no cases for {family:?}");
     let failures: Vec<String> = cases
@@ -161,7 +162,7 @@ pub fn check_family<B: Backend>(backend: &B, family: Family) {
             let name = case.op.to_string();
             let mut rng = Rng::from_name(&name);
             let result = run::run(backend, &case.op, &mut rng).map_err(|err| format!("backend error: {err}"));
-            let tolerance = cases::tolerance_on(backend.name(), case);
+            let tolerance = cases::tolerance_on(backend.name(), f16, case);
             let checked = result.and_then(|(expected, actual)| compare(tolerance, &expected, &actual));
             checked.err().map(|err| format!("{name} [{}]: {err}", case.why))
         })
@@ -173,6 +174,16 @@ pub fn check_family<B: Backend>(backend: &B, family: Family) {
         failures.len(),
         failures.join("\n")
     );
+}
+
+/// Whether `backend` is a wgpu backend computing in f16 (its op tolerances differ).
+fn uses_f16<B: Backend + 'static>(backend: &B) -> bool {
+    #[cfg(feature = "wgpu")]
+    if let Some(w) = (backend as &dyn std::any::Any).downcast_ref::<ultra::Wgpu>() {
+        return w.knobs().1;
+    }
+    let _ = backend;
+    false
 }
 
 /// The backend, or None after printing `SKIPPED: no <what> device: <reason>`; with `require`

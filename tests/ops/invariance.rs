@@ -52,10 +52,11 @@ pub fn rms_norm<B: Backend>(b: &B) {
     assert_bits_eq("rms_norm 7 rows vs 1", &run(0..rows), &single);
 }
 
-/// A causal batch (two prompts plus a speculative-verify tail) == one call per token, and the
-/// same data under a different block layout gives the same bits.
+/// A causal batch (two prompts plus a speculative-verify tail; then one prompt's 37 tokens
+/// across a chunk edge, which wgpu runs tiled) == one call per token, and the same data under a
+/// different block layout gives the same bits.
 pub fn attention<B: Backend>(b: &B) {
-    let case = AttnCase {
+    let mixed = AttnCase {
         seq_lens: vec![40, 9, 70],
         new_tokens: vec![7, 9, 5],
         n_heads: 9,
@@ -63,8 +64,15 @@ pub fn attention<B: Backend>(b: &B) {
         head_dim: 64,
         block_size: 16,
     };
-    let mut rng = Rng::from_name("invariance attention");
-    let setup = PagedAttention::new(&mut rng, &case);
+    let one_prompt = AttnCase { seq_lens: vec![290], new_tokens: vec![37], ..mixed.clone() };
+    for case in [mixed, one_prompt] {
+        attention_case(b, &case);
+    }
+}
+
+fn attention_case<B: Backend>(b: &B, case: &AttnCase) {
+    let mut rng = Rng::from_name(&format!("invariance attention {:?}", case.seq_lens));
+    let setup = PagedAttention::new(&mut rng, case);
     let all: Vec<usize> = (0..setup.tokens.len()).collect();
     let batched = setup.run(b, &all).unwrap();
     let single: Vec<f32> = all.iter().flat_map(|&t| setup.run(b, &[t]).unwrap()).collect();

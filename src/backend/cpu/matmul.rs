@@ -17,9 +17,9 @@ use crate::backend::{Tensor, Weight, expect_shape};
 use crate::error::Result;
 use crate::quant::Format;
 
-use super::buffer::{CpuWeight, f32s, f32s_mut, weight_storage};
 #[cfg(target_arch = "x86_64")]
 use super::avx512;
+use super::buffer::{CpuWeight, f32s, f32s_mut, weight_storage};
 use super::dequant::dequantize_row_fast;
 use super::{Cpu, simd};
 
@@ -104,7 +104,15 @@ pub fn matmul(x: &Tensor<Cpu>, w: &Weight<Cpu>, dst: &mut Tensor<Cpu>) -> Result
 /// # Safety
 /// No other thread may touch columns `cols` of `out` meanwhile.
 #[cfg(target_arch = "x86_64")]
-unsafe fn fused_tile(w: &CpuWeight, x: &[f32], m: usize, k: usize, n: usize, cols: std::ops::Range<usize>, out: &Columns) {
+unsafe fn fused_tile(
+    w: &CpuWeight,
+    x: &[f32],
+    m: usize,
+    k: usize,
+    n: usize,
+    cols: std::ops::Range<usize>,
+    out: &Columns,
+) {
     let mut values = [0.0f32; 4];
     for i in 0..m {
         let x_i = &x[i * k..(i + 1) * k];

@@ -138,7 +138,13 @@ fn exp(x: f32) -> f32 {
     const LN2_LO: f32 = -2.121_944_4e-4;
     const ROUND: f32 = 12_582_912.0; // 1.5 · 2^23: adding and subtracting it rounds to an integer
     // Comparisons written so that NaN falls through both clamps.
-    let x = if x < -87.0 { -87.0 } else if x > 88.0 { 88.0 } else { x };
+    let x = if x < -87.0 {
+        -87.0
+    } else if x > 88.0 {
+        88.0
+    } else {
+        x
+    };
     let n = (x * LOG2E + ROUND) - ROUND;
     let r = n.mul_add(-LN2_LO, n.mul_add(-LN2_HI, x));
     let mut p = 1.987_569_2e-4f32;

@@ -1,7 +1,9 @@
 //! KV cache writes, slot copies and paged attention. Attention is split-K flash decoding
 //! (`shaders/attention.wgsl` + `shaders/attention_combine.wgsl`): each (token, head) is split
 //! into chunks of positions so that single-token decode over a long cache still fills the GPU;
-//! large batches (prefill) get one chunk per (token, head), the plain causal online softmax.
+//! multi-token batches of one sequence (prefill, verify) run `attention_tiled.wgsl` instead, which
+//! shares each staged K/V row among QUERY_TILE tokens. Both use the same fixed chunks and the
+//! same per-query arithmetic, so a token's bits never depend on which kernel or batch ran it.
 
 use super::Wgpu;
 use super::context::Job;
@@ -12,6 +14,9 @@ use crate::error::{Error, Result};
 /// Positions per chunk (a multiple of the kernel's 64-position tile). Fixed, so a token's
 /// result depends only on its own keys: batch- and layout-invariant bit for bit.
 const CHUNK: usize = 256;
+/// Query tokens per workgroup of attention_tiled (its QT), and its largest head_dim.
+const QUERY_TILE: usize = 4;
+const TILED_MAX_HD: usize = 128;
 
 pub fn kv_write(
     be: &Wgpu,
@@ -81,6 +86,9 @@ pub fn attention(
     let max_ctx = (max_blocks * batch.block_size).max(1);
     let (chunk, n_chunks) = (CHUNK, max_ctx.div_ceil(CHUNK));
     let part = be.ctx.scratch((n_tokens * shape.n_heads * n_chunks * (hd + 2) * 4) as u64)?;
+    // Tiled only when the host knows every token is in one sequence (one block-table row).
+    let one_seq = batch.seq.buf.mirror.as_ref().is_some_and(|s| s.iter().all(|&x| x == s[0]));
+    let tiled = n_tokens > 1 && hd <= TILED_MAX_HD && one_seq;
     let params = [
         shape.n_heads as u32,
         shape.n_kv_heads as u32,
@@ -90,12 +98,17 @@ pub fn attention(
         max_blocks as u32,
         chunk as u32,
         n_chunks as u32,
+        n_tokens as u32,
     ];
     let bufs = [&q.buf, &cache.k.buf, &cache.v.buf, &batch.seq.buf, &batch.pos.buf, &batch.block_table.buf, &*part];
-    let groups = [n_chunks as u32, shape.n_heads as u32, n_tokens as u32];
+    let (kernel, groups) = if tiled {
+        (Kernel::AttentionTiled, [n_chunks as u32, shape.n_heads as u32, n_tokens.div_ceil(QUERY_TILE) as u32])
+    } else {
+        (Kernel::Attention, [n_chunks as u32, shape.n_heads as u32, n_tokens as u32])
+    };
     let combine = [shape.n_heads as u32, hd as u32, n_chunks as u32];
     be.ctx.dispatch_all(&[
-        Job { v: Variant::plain(Kernel::Attention), bufs: &bufs, params: &params, groups },
+        Job { v: Variant::plain(kernel), bufs: &bufs, params: &params, groups },
         Job {
             v: Variant::plain(Kernel::AttentionCombine),
             bufs: &[&*part, &dst.buf],

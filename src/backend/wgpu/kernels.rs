@@ -43,6 +43,7 @@ kernels! {
     KvWrite => "kv_write", [R, R, R, W, W];
     CopySlots => "copy_slots", [R, W];
     Attention => "attention", [R, R, R, R, R, R, W];
+    AttentionTiled => "attention_tiled", [R, R, R, R, R, R, W];
     AttentionCombine => "attention_combine", [R, W];
     Argmax => "argmax", [R, W];
 }
@@ -59,11 +60,13 @@ pub struct Variant {
     pub tpr: u32,
     /// GEMV only: rows of x per workgroup (each decoded weight is reused this many times).
     pub mb: u32,
+    /// matmul_vec only: per-block products in f16 (`dot32_f16.wgsl`; needs SHADER_F16).
+    pub f16: bool,
 }
 
 impl Variant {
     pub fn plain(kernel: Kernel) -> Variant {
-        Variant { kernel, format: None, subgroups: false, tpr: 0, mb: 0 }
+        Variant { kernel, format: None, subgroups: false, tpr: 0, mb: 0, f16: false }
     }
 
     pub fn label(&self) -> String {
@@ -73,13 +76,15 @@ impl Variant {
         }
         if matches!(self.kernel, Kernel::Matmul | Kernel::MatmulVec) {
             s += &format!("_tpr{}_mb{}{}", self.tpr, self.mb, if self.subgroups { "_subgroup" } else { "" });
+            s += if self.f16 { "_f16" } else { "" };
         }
         s
     }
 
     /// The WGSL module: knobs, shared helpers, decoder and reduction as needed, then the body.
     pub fn source(&self) -> String {
-        let mut src = String::new();
+        // An `enable` directive must precede every declaration.
+        let mut src = String::from(if self.f16 { "enable f16;\n" } else { "" });
         if matches!(self.kernel, Kernel::Matmul | Kernel::MatmulVec) {
             let wg = if self.kernel == Kernel::Matmul { 256 } else { VEC_WG };
             src += &format!("const WG: u32 = {wg}u;\nconst TPR: u32 = {}u;\nconst MB: u32 = {}u;\n", self.tpr, self.mb);
@@ -87,6 +92,7 @@ impl Variant {
         }
         if self.kernel == Kernel::MatmulVec {
             let format = self.format.expect("matmul_vec has a format");
+            src += if self.f16 { shader!("dot32_f16") } else { shader!("dot32_f32") };
             return src + decoder32(format) + self.kernel.body();
         }
         if let Some(format) = self.format {
@@ -107,14 +113,16 @@ impl Variant {
                 Kernel::Matmul => {
                     for format in Format::ALL {
                         for (subgroups, tpr, mb) in [(false, 32, 1), (false, 32, 8), (true, 32, 1), (true, 8, 8)] {
-                            out.push(Variant { kernel, format: Some(format), subgroups, tpr, mb });
+                            out.push(Variant { kernel, format: Some(format), subgroups, tpr, mb, f16: false });
                         }
                     }
                 }
                 Kernel::MatmulVec => {
                     for format in Format::ALL.into_iter().filter(|f| f.is_quantized()) {
                         for (subgroups, tpr, mb) in [(false, 32, 1), (false, 32, 8), (true, 32, 1), (true, 8, 8)] {
-                            out.push(Variant { kernel, format: Some(format), subgroups, tpr, mb });
+                            for f16 in [false, true] {
+                                out.push(Variant { kernel, format: Some(format), subgroups, tpr, mb, f16 });
+                            }
                         }
                     }
                 }
@@ -169,6 +177,7 @@ pub const FILES: &[&str] = &[
     "kv_write",
     "copy_slots",
     "attention",
+    "attention_tiled",
     "attention_combine",
     "argmax",
     "common",
@@ -188,4 +197,6 @@ pub const FILES: &[&str] = &[
     "decode32_q5_0",
     "decode32_q5_1",
     "decode32_q8_0",
+    "dot32_f32",
+    "dot32_f16",
 ];

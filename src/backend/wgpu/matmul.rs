@@ -3,7 +3,9 @@
 //! (8-value groups per lane). Decode (m = 1) runs one row of x per workgroup; larger batches run
 //! MB_BATCH rows per workgroup so each loaded weight is reused MB_BATCH times. Every lane sums in
 //! the same order in both, so a row's result is bit-identical whatever the batch (the trait's
-//! batch-invariance promise).
+//! batch-invariance promise). With SHADER_F16 (unless `ULTRA_WGPU_DISABLE=f16`) matmul_vec forms
+//! each block's products in f16 and accumulates across blocks in f32; the f16 choice depends on
+//! the device only, never on m, so invariance holds on either path.
 
 use super::Wgpu;
 use super::kernels::{Kernel, VEC_WG, Variant};
@@ -29,12 +31,12 @@ pub fn matmul(be: &Wgpu, x: &Tensor<Wgpu>, w: &Weight<Wgpu>, dst: &mut Tensor<Wg
     let mb = if m == 1 { 1 } else { MB_BATCH };
     if w.format.is_quantized() {
         // Whole blocks per lane, four weight rows per team of tpr lanes.
-        let v = Variant { kernel: Kernel::MatmulVec, format: Some(w.format), subgroups, tpr, mb };
+        let v = Variant { kernel: Kernel::MatmulVec, format: Some(w.format), subgroups, tpr, mb, f16: be.ctx.f16 };
         let rows_per_group = (VEC_WG / tpr * 4) as usize;
         let groups = [n.div_ceil(rows_per_group) as u32, m.div_ceil(mb as usize) as u32, 1];
         return be.ctx.dispatch(v, &[&w.storage.buf, &x.buf, &dst.buf], &params, groups);
     }
-    let v = Variant { kernel: Kernel::Matmul, format: Some(w.format), subgroups, tpr, mb };
+    let v = Variant { kernel: Kernel::Matmul, format: Some(w.format), subgroups, tpr, mb, f16: false };
     let rows_per_group = 256 / tpr as usize;
     let groups = [n.div_ceil(rows_per_group) as u32, m.div_ceil(mb as usize) as u32, 1];
     be.ctx.dispatch(v, &[&w.storage.buf, &x.buf, &dst.buf], &params, groups)

@@ -76,7 +76,14 @@ impl Wgpu {
             format!("adapter: {} ({:?}, {:?})", i.name, i.backend, i.device_type),
             format!("driver: {} {}", i.driver, i.driver_info),
             format!("subgroups: {subgroups}"),
-            format!("shader f16: {}", if self.ctx.f16 { "yes (kernels compute in f32)" } else { "no" }),
+            format!(
+                "shader f16: {}",
+                if self.ctx.f16 {
+                    "yes (quantized matmul_vec: f16 products per block, f32 accumulation)"
+                } else {
+                    "no"
+                }
+            ),
             format!("max buffer: {} MiB", l.max_buffer_size >> 20),
             format!("max storage binding: {} MiB", l.max_storage_buffer_binding_size >> 20),
             format!(
