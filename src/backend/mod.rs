@@ -10,6 +10,7 @@
 //! attention) sums in a fixed order per row, so batched, chunked and speculative runs are
 //! bit-identical to one-token-at-a-time runs on backends that keep this promise.
 
+pub mod check;
 pub mod cpu;
 #[cfg(feature = "cuda")]
 pub mod cuda;

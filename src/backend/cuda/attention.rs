@@ -7,6 +7,7 @@ use cudarc::driver::{LaunchConfig, PushKernelArg};
 
 use super::context::{Cuda, driver, expect_below, grid_1d};
 use super::source::Module;
+use crate::backend::check::{self, AttnIndices};
 use crate::backend::{AttnBatch, AttnShape, DType, KvLayer, Tensor, expect_shape};
 use crate::error::{Error, Result};
 
@@ -104,31 +105,22 @@ pub fn attention(
     Ok(())
 }
 
-/// Rejects, from the host mirrors of the batch tensors, a sequence without a block-table row, a
-/// position past its row, or a block outside the cache (the kernel would skip them silently).
+/// Checks the batch's indices on the host copies of its tensors (see `backend::check`).
 fn check_batch(batch: &AttnBatch<Cuda>, n_slots: usize) -> Result<()> {
     let (Some(seq), Some(pos), Some(table)) =
         (&batch.seq.buf.mirror, &batch.pos.buf.mirror, &batch.block_table.buf.mirror)
     else {
         return Ok(());
     };
-    let (bs, max_blocks) = (batch.block_size, batch.block_table.cols);
-    let n_blocks = n_slots / bs;
-    let bad = |what: String| Err(Error::InvalidArgument(format!("attention: {what}")));
-    for (t, (&s, &p)) in seq.iter().zip(pos).enumerate() {
-        let (s, p) = (s as usize, p as usize);
-        if s >= batch.block_table.rows {
-            return bad(format!("token {t}: sequence {s} has no block-table row"));
-        }
-        if p >= max_blocks * bs {
-            return bad(format!("token {t}: position {p} beyond {max_blocks} blocks of {bs}"));
-        }
-        let row = &table[s * max_blocks..s * max_blocks + p / bs + 1];
-        if let Some(b) = row.iter().find(|&&b| b as usize >= n_blocks) {
-            return bad(format!("token {t}: block {b} outside the cache's {n_blocks}"));
-        }
-    }
-    Ok(())
+    let indices = AttnIndices {
+        seq,
+        pos,
+        table,
+        table_rows: batch.block_table.rows,
+        max_blocks: batch.block_table.cols,
+        block_size: batch.block_size,
+    };
+    check::attention_indices(&indices, n_slots)
 }
 
 pub fn copy_slots(cuda: &Cuda, cache: &mut KvLayer<Cuda>, src: usize, dst: usize, n: usize) -> Result<()> {
