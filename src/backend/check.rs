@@ -2,21 +2,22 @@
 //! every backend keeps for tensors written with `write_u32`), so bad indices are errors before a
 //! kernel could skip or misread them, without waiting for the device.
 
+use crate::backend::{AttnBatch, Backend};
 use crate::error::{Error, Result};
 
 /// The block-table view of one attention batch: token t of table row `seq[t]` at `pos[t]`.
-pub struct AttnIndices<'a> {
-    pub seq: &'a [u32],
-    pub pos: &'a [u32],
-    pub table: &'a [u32], // [table_rows, max_blocks]
-    pub table_rows: usize,
-    pub max_blocks: usize,
-    pub block_size: usize,
+struct AttnIndices<'a> {
+    seq: &'a [u32],
+    pos: &'a [u32],
+    table: &'a [u32], // [table_rows, max_blocks]
+    table_rows: usize,
+    max_blocks: usize,
+    block_size: usize,
 }
 
 /// Rejects a sequence without a block-table row, a position past its row, or a block outside a
 /// cache of `n_slots` slots.
-pub fn attention_indices(ix: &AttnIndices, n_slots: usize) -> Result<()> {
+fn attention_indices(ix: &AttnIndices, n_slots: usize) -> Result<()> {
     let (bs, max_blocks) = (ix.block_size.max(1), ix.max_blocks);
     let n_blocks = n_slots / bs;
     let bad = |what: String| Err(Error::InvalidArgument(format!("attention: {what}")));
@@ -34,4 +35,27 @@ pub fn attention_indices(ix: &AttnIndices, n_slots: usize) -> Result<()> {
         }
     }
     Ok(())
+}
+
+/// Checks an attention batch through `mirror`, which gives a u32 buffer's host copy (None when the
+/// device wrote it: then the kernel's own guards are all there is).
+pub fn attention_batch<B: Backend>(
+    batch: &AttnBatch<B>,
+    n_slots: usize,
+    mirror: fn(&B::Buffer) -> Option<&[u32]>,
+) -> Result<()> {
+    let (Some(seq), Some(pos), Some(table)) =
+        (mirror(&batch.seq.buf), mirror(&batch.pos.buf), mirror(&batch.block_table.buf))
+    else {
+        return Ok(());
+    };
+    let indices = AttnIndices {
+        seq,
+        pos,
+        table,
+        table_rows: batch.block_table.rows,
+        max_blocks: batch.block_table.cols,
+        block_size: batch.block_size,
+    };
+    attention_indices(&indices, n_slots)
 }

@@ -7,7 +7,7 @@ use cudarc::driver::{LaunchConfig, PushKernelArg};
 
 use super::context::{Cuda, driver, expect_below, grid_1d};
 use super::source::Module;
-use crate::backend::check::{self, AttnIndices};
+use crate::backend::check;
 use crate::backend::{AttnBatch, AttnShape, DType, KvLayer, Tensor, expect_shape};
 use crate::error::{Error, Result};
 
@@ -107,20 +107,7 @@ pub fn attention(
 
 /// Checks the batch's indices on the host copies of its tensors (see `backend::check`).
 fn check_batch(batch: &AttnBatch<Cuda>, n_slots: usize) -> Result<()> {
-    let (Some(seq), Some(pos), Some(table)) =
-        (&batch.seq.buf.mirror, &batch.pos.buf.mirror, &batch.block_table.buf.mirror)
-    else {
-        return Ok(());
-    };
-    let indices = AttnIndices {
-        seq,
-        pos,
-        table,
-        table_rows: batch.block_table.rows,
-        max_blocks: batch.block_table.cols,
-        block_size: batch.block_size,
-    };
-    check::attention_indices(&indices, n_slots)
+    check::attention_batch(batch, n_slots, |b| b.mirror.as_deref())
 }
 
 pub fn copy_slots(cuda: &Cuda, cache: &mut KvLayer<Cuda>, src: usize, dst: usize, n: usize) -> Result<()> {
