@@ -6,13 +6,12 @@
 
 mod common;
 
-use serde_json::Value;
+use common::{floats, ids, teacher_forced};
+
 use ultra::generate::perplexity::log_softmax_at;
 use ultra::generate::sampler::{Sampler, SamplerConfig};
 use ultra::generate::{GenerateOptions, generate, perplexity};
-use ultra::gguf::Gguf;
-use ultra::kv_cache::CacheLayout;
-use ultra::model::{Batch, Runner};
+use ultra::model::Runner;
 use ultra::{Backend, Cpu, Cuda};
 
 /// Top-2 gap below which two correct engines may choose differently (int8 activation paths).
@@ -35,37 +34,6 @@ fn cuda() -> Option<Cuda> {
             None
         }
     }
-}
-
-fn runner<B: Backend>(be: B, context: usize) -> Runner<B> {
-    let gguf = Gguf::open(&common::model_path()).expect("reference model loads");
-    Runner::load(be, &gguf, CacheLayout::plain(2, context), context).expect("runner")
-}
-
-fn ids(v: &Value) -> Vec<u32> {
-    v.as_array().expect("array").iter().map(|x| x.as_u64().expect("id") as u32).collect()
-}
-
-fn floats(v: &Value) -> Vec<f64> {
-    v.as_array().expect("array").iter().map(|x| x.as_f64().expect("number")).collect()
-}
-
-fn prompts() -> Vec<Value> {
-    common::load_json("smollm2/greedy.json")["prompts"].as_array().expect("prompts").clone()
-}
-
-/// Feeds prompt + generated[..n-1] as one batch; row s holds the logits of step s.
-fn teacher_forced<B: Backend>(runner: &mut Runner<B>, prompt: &[u32], generated: &[u32]) -> Vec<Vec<f32>> {
-    let mut tokens = prompt.to_vec();
-    tokens.extend_from_slice(&generated[..generated.len() - 1]);
-    let seq = runner.cache.add_seq();
-    let mut batch = Batch::new();
-    for (pos, &t) in tokens.iter().enumerate() {
-        batch.push(t, seq, pos, pos + 1 >= prompt.len());
-    }
-    runner.forward(&batch).unwrap();
-    runner.cache.remove_seq(seq).unwrap();
-    (0..generated.len()).map(|s| runner.logits(s).to_vec()).collect()
 }
 
 fn greedy<B: Backend>(runner: &mut Runner<B>, prompt: &[u32], n: usize) -> Vec<u32> {
@@ -93,9 +61,9 @@ fn top2_gap(row: &[f32]) -> f64 {
 #[test]
 fn teacher_forced_logits_match_the_cpu_and_llama_cpp() {
     let Some(gpu) = cuda() else { return };
-    let (mut cpu, mut gpu) = (runner(Cpu::new(), 1024), runner(gpu, 1024));
+    let (mut cpu, mut gpu) = (common::reference_runner(Cpu::new(), 1024), common::reference_runner(gpu, 1024));
     let (mut worst_nmse, mut worst_abs, mut worst_llama) = (0f64, 0f64, 0f64);
-    for case in prompts() {
+    for case in common::greedy_cases() {
         let name = case["name"].as_str().unwrap();
         let (prompt, generated) = (ids(&case["prompt_ids"]), ids(&case["generated_ids"]));
         let (chosen, logprobs) = (floats(&case["chosen_logits"]), floats(&case["logprobs"]));
@@ -139,8 +107,8 @@ fn teacher_forced_logits_match_the_cpu_and_llama_cpp() {
 fn greedy_ids_are_the_same_with_and_without_cuda_graphs() {
     let (Some(on), Some(mut off)) = (cuda(), cuda()) else { return };
     off.set_graphs(false);
-    let (mut on, mut off) = (runner(on, 1024), runner(off, 1024));
-    for case in prompts() {
+    let (mut on, mut off) = (common::reference_runner(on, 1024), common::reference_runner(off, 1024));
+    for case in common::greedy_cases() {
         let prompt = ids(&case["prompt_ids"]);
         let n = ids(&case["generated_ids"]).len();
         assert_eq!(greedy(&mut on, &prompt, n), greedy(&mut off, &prompt, n), "{}", case["name"]);
@@ -150,8 +118,8 @@ fn greedy_ids_are_the_same_with_and_without_cuda_graphs() {
 #[test]
 fn greedy_ids_match_the_cpu_and_llama_cpp_until_a_near_tie() {
     let Some(gpu) = cuda() else { return };
-    let (mut cpu, mut gpu) = (runner(Cpu::new(), 1024), runner(gpu, 1024));
-    for case in prompts() {
+    let (mut cpu, mut gpu) = (common::reference_runner(Cpu::new(), 1024), common::reference_runner(gpu, 1024));
+    for case in common::greedy_cases() {
         let name = case["name"].as_str().unwrap();
         let (prompt, expected, gaps) =
             (ids(&case["prompt_ids"]), ids(&case["generated_ids"]), floats(&case["top2_gap"]));
@@ -189,8 +157,8 @@ fn perplexity_ctx_128_within_half_a_percent_of_the_cpu() {
     let refs = common::load_json("smollm2/perplexity.json");
     let tokens = ids(&refs["text"]["token_ids"]);
     let ctx = 128;
-    let want = perplexity(&mut runner(Cpu::new(), ctx), &tokens, ctx, ctx, |_, _| {}).unwrap();
-    let got = perplexity(&mut runner(gpu, ctx), &tokens, ctx, ctx, |_, _| {}).unwrap();
+    let want = perplexity(&mut common::reference_runner(Cpu::new(), ctx), &tokens, ctx, ctx, |_, _| {}).unwrap();
+    let got = perplexity(&mut common::reference_runner(gpu, ctx), &tokens, ctx, ctx, |_, _| {}).unwrap();
     eprintln!("ctx {ctx}: PPL cuda {:.4}, cpu {:.4}", got.ppl, want.ppl);
     assert!((got.ppl / want.ppl - 1.0).abs() < 0.005, "PPL {} not within 0.5% of the CPU's {}", got.ppl, want.ppl);
 }

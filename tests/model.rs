@@ -5,13 +5,12 @@
 
 mod common;
 
-use serde_json::Value;
+use common::{floats, ids, teacher_forced};
+
 use ultra::Cpu;
 use ultra::generate::perplexity::log_softmax_at;
 use ultra::generate::sampler::{Sampler, SamplerConfig};
 use ultra::generate::{GenerateOptions, generate, perplexity};
-use ultra::gguf::Gguf;
-use ultra::kv_cache::CacheLayout;
 use ultra::model::{Batch, Runner};
 
 /// llama.cpp's top-2 gap below which its choice and ours may differ (README: 0.3 covers all seen).
@@ -25,26 +24,13 @@ const LOGPROB_TOL_LLAMA_CPP: f64 = 0.5;
 const LOGIT_TOL_F64: f64 = 0.005;
 
 fn runner(context: usize) -> Runner<Cpu> {
-    let gguf = Gguf::open(&common::model_path()).expect("reference model loads");
-    Runner::load(Cpu::new(), &gguf, CacheLayout::plain(2, context), context).expect("runner")
-}
-
-fn ids(v: &Value) -> Vec<u32> {
-    v.as_array().expect("array").iter().map(|x| x.as_u64().expect("id") as u32).collect()
-}
-
-fn floats(v: &Value) -> Vec<f64> {
-    v.as_array().expect("array").iter().map(|x| x.as_f64().expect("number")).collect()
-}
-
-fn prompts() -> Vec<Value> {
-    common::load_json("smollm2/greedy.json")["prompts"].as_array().expect("prompts").clone()
+    common::reference_runner(Cpu::new(), context)
 }
 
 #[test]
 fn free_running_greedy_matches_llama_cpp_until_a_near_tie() {
     let mut runner = runner(1024);
-    for case in prompts() {
+    for case in common::greedy_cases() {
         let name = case["name"].as_str().unwrap();
         let (prompt, expected, gaps) =
             (ids(&case["prompt_ids"]), ids(&case["generated_ids"]), floats(&case["top2_gap"]));
@@ -69,20 +55,6 @@ fn free_running_greedy_matches_llama_cpp_until_a_near_tie() {
     }
 }
 
-/// Feeds prompt + llama.cpp's generated ids as one batch; row s holds the logits of step s.
-fn teacher_forced_logits(runner: &mut Runner<Cpu>, prompt: &[u32], generated: &[u32]) -> Vec<Vec<f32>> {
-    let mut tokens = prompt.to_vec();
-    tokens.extend_from_slice(&generated[..generated.len() - 1]);
-    let seq = runner.cache.add_seq();
-    let mut batch = Batch::new();
-    for (pos, &t) in tokens.iter().enumerate() {
-        batch.push(t, seq, pos, pos + 1 >= prompt.len());
-    }
-    runner.forward(&batch).unwrap();
-    runner.cache.remove_seq(seq).unwrap();
-    (0..generated.len()).map(|s| runner.logits(s).to_vec()).collect()
-}
-
 fn argmax(x: &[f32]) -> u32 {
     let mut best = 0;
     for (i, &v) in x.iter().enumerate() {
@@ -97,13 +69,13 @@ fn argmax(x: &[f32]) -> u32 {
 fn teacher_forced_logits_match_llama_cpp_and_the_f64_reference() {
     let mut runner = runner(1024);
     let (mut worst_llama, mut worst_f64) = (0f64, 0f64);
-    for case in prompts() {
+    for case in common::greedy_cases() {
         let name = case["name"].as_str().unwrap();
         let (prompt, generated) = (ids(&case["prompt_ids"]), ids(&case["generated_ids"]));
         let (gaps, chosen, logprobs) =
             (floats(&case["top2_gap"]), floats(&case["chosen_logits"]), floats(&case["logprobs"]));
         let f64_ref = &case["f64_reference"];
-        let logits = teacher_forced_logits(&mut runner, &prompt, &generated);
+        let logits = teacher_forced(&mut runner, &prompt, &generated);
         for (s, row) in logits.iter().enumerate() {
             if gaps[s] >= NEAR_TIE {
                 assert_eq!(argmax(row), generated[s], "{name}: argmax differs at step {s} (llama.cpp gap {})", gaps[s]);
@@ -147,7 +119,7 @@ fn teacher_forced_logits_match_llama_cpp_and_the_f64_reference() {
 #[test]
 fn chunked_prefill_and_decode_are_bit_identical_to_one_batch() {
     let mut runner = runner(1024);
-    let case = prompts().into_iter().find(|c| c["name"] == "pub_long_repetitive_400").unwrap();
+    let case = common::greedy_cases().into_iter().find(|c| c["name"] == "pub_long_repetitive_400").unwrap();
     let prompt = ids(&case["prompt_ids"]);
     // One batch with logits everywhere.
     let seq = runner.cache.add_seq();

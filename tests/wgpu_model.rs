@@ -14,13 +14,13 @@
 
 mod common;
 
+use common::{floats, teacher_forced};
+
 use serde_json::Value;
 use ultra::generate::perplexity;
 use ultra::generate::perplexity::log_softmax_at;
-use ultra::gguf::Gguf;
-use ultra::kv_cache::CacheLayout;
-use ultra::model::{Batch, Runner};
-use ultra::{Backend, Cpu, Wgpu};
+use ultra::model::Batch;
+use ultra::{Cpu, Wgpu};
 
 /// How far wgpu may be from the CPU and from llama.cpp (see the module doc for the numbers).
 struct Tol {
@@ -70,32 +70,9 @@ fn setup() -> Option<(Wgpu, Scale)> {
     Some((be, scale))
 }
 
-fn runner<B: Backend>(be: B, context: usize) -> Runner<B> {
-    let gguf = Gguf::open(&common::model_path()).expect("reference model loads");
-    Runner::load(be, &gguf, CacheLayout::plain(2, context), context).expect("runner")
-}
-
-fn floats(v: &Value) -> Vec<f64> {
-    v.as_array().expect("array").iter().map(|x| x.as_f64().expect("number")).collect()
-}
-
 fn prompts(scale: &Scale) -> Vec<Value> {
-    let all = common::load_json("smollm2/greedy.json")["prompts"].as_array().expect("prompts").clone();
+    let all = common::greedy_cases();
     all.into_iter().take(scale.prompts).collect()
-}
-
-/// Logits rows for steps 0..n of prompt + generated (teacher forcing, one batch).
-fn teacher_forced<B: Backend>(r: &mut Runner<B>, prompt: &[u32], generated: &[u32]) -> Vec<Vec<f32>> {
-    let mut tokens = prompt.to_vec();
-    tokens.extend_from_slice(&generated[..generated.len() - 1]);
-    let seq = r.cache.add_seq();
-    let mut batch = Batch::new();
-    for (pos, &t) in tokens.iter().enumerate() {
-        batch.push(t, seq, pos, pos + 1 >= prompt.len());
-    }
-    r.forward(&batch).unwrap();
-    r.cache.remove_seq(seq).unwrap();
-    (0..generated.len()).map(|s| r.logits(s).to_vec()).collect()
 }
 
 /// (argmax, top-1 minus top-2).
@@ -114,7 +91,7 @@ fn top2(x: &[f32]) -> (u32, f32) {
 fn teacher_forced_logits_match_cpu_and_llama_cpp() {
     let Some((be, scale)) = setup() else { return };
     let tol = tol(&be);
-    let (mut gpu, mut cpu) = (runner(be, 1024), runner(Cpu::new(), 1024));
+    let (mut gpu, mut cpu) = (common::reference_runner(be, 1024), common::reference_runner(Cpu::new(), 1024));
     let (mut worst_nmse, mut worst_abs) = (0f64, 0f64);
     for case in prompts(&scale) {
         let name = case["name"].as_str().unwrap();
@@ -152,7 +129,7 @@ fn teacher_forced_logits_match_cpu_and_llama_cpp() {
 fn greedy_ids_match_cpu_until_a_near_tie() {
     let Some((be, scale)) = setup() else { return };
     let tol = tol(&be);
-    let (mut gpu, mut cpu) = (runner(be, 1024), runner(Cpu::new(), 1024));
+    let (mut gpu, mut cpu) = (common::reference_runner(be, 1024), common::reference_runner(Cpu::new(), 1024));
     for case in prompts(&scale) {
         let name = case["name"].as_str().unwrap();
         let (prompt, expected) = (common::ids(&case["prompt_ids"]), common::ids(&case["generated_ids"]));
@@ -193,8 +170,8 @@ fn perplexity_close_to_cpu() {
     let tokens = common::ids(&refs["text"]["token_ids"]);
     let ctx = 128;
     let tokens = &tokens[..(ctx * scale.ppl_chunks).min(tokens.len())];
-    let got = perplexity(&mut runner(be, ctx), tokens, ctx, ctx, |_, _| {}).unwrap();
-    let want = perplexity(&mut runner(Cpu::new(), ctx), tokens, ctx, ctx, |_, _| {}).unwrap();
+    let got = perplexity(&mut common::reference_runner(be, ctx), tokens, ctx, ctx, |_, _| {}).unwrap();
+    let want = perplexity(&mut common::reference_runner(Cpu::new(), ctx), tokens, ctx, ctx, |_, _| {}).unwrap();
     eprintln!("ctx {ctx}, {} chunks: wgpu PPL {:.4}, cpu {:.4}", got.n_chunks, got.ppl, want.ppl);
     assert!((got.ppl / want.ppl - 1.0).abs() < tol.ppl, "wgpu PPL {} vs cpu {}", got.ppl, want.ppl);
 }

@@ -38,3 +38,39 @@ pub fn ids(value: &serde_json::Value) -> Vec<u32> {
     let list = value.as_array().unwrap_or_else(|| panic!("expected an id array, got {value}"));
     list.iter().map(|v| v.as_u64().expect("token id") as u32).collect()
 }
+
+/// A JSON array of numbers as f64.
+pub fn floats(value: &serde_json::Value) -> Vec<f64> {
+    value.as_array().expect("array").iter().map(|x| x.as_f64().expect("number")).collect()
+}
+
+/// The cases of `smollm2/greedy.json`.
+pub fn greedy_cases() -> Vec<serde_json::Value> {
+    load_json("smollm2/greedy.json")["prompts"].as_array().expect("prompts").clone()
+}
+
+/// The reference model on `backend`, with a plain cache for two sequences of `context`.
+pub fn reference_runner<B: ultra::Backend>(backend: B, context: usize) -> ultra::model::Runner<B> {
+    let gguf = ultra::gguf::Gguf::open(&model_path()).expect("reference model loads");
+    let layout = ultra::kv_cache::CacheLayout::plain(2, context);
+    ultra::model::Runner::load(backend, &gguf, layout, context).expect("runner")
+}
+
+/// Feeds `prompt ++ generated[..n-1]` as one batch; row s holds the logits of step s (the logits
+/// that chose `generated[s]`).
+pub fn teacher_forced<B: ultra::Backend>(
+    runner: &mut ultra::model::Runner<B>,
+    prompt: &[u32],
+    generated: &[u32],
+) -> Vec<Vec<f32>> {
+    let mut tokens = prompt.to_vec();
+    tokens.extend_from_slice(&generated[..generated.len() - 1]);
+    let seq = runner.cache.add_seq();
+    let mut batch = ultra::model::Batch::new();
+    for (pos, &t) in tokens.iter().enumerate() {
+        batch.push(t, seq, pos, pos + 1 >= prompt.len());
+    }
+    runner.forward(&batch).unwrap();
+    runner.cache.remove_seq(seq).unwrap();
+    (0..generated.len()).map(|s| runner.logits(s).to_vec()).collect()
+}
