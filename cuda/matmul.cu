@@ -1,8 +1,10 @@
 // matmul      dst[m, n] = Σ_k x[m, k] · w[n, k]; body joined after one format decoder (matmul_<format>.cu)
-// Layout      x: f32 [m][k] (float weights) or int8 xq [m][k] + float2 xds [m][k/32] (quantized, quantize_q8_1.cu)
+// Layout      x: f32 [m][k] (float weights) or int8 xq [2][m][k] + float2 xds [2][m][k/32] (quantized: two
+//             planes, x ≈ d · xq + d2 · xq2, quantize_q8_1.cu)
 // Launch      matmul_vec_mM: 32/group rows per warp, group lanes per row, grid.y = ceil(m / M);
 //             matmul_tile: 64×64 output tile per 256-thread block, K steps of 32 through shared memory
-// Numerics    vec: exact int32 block sums (dp4a) scaled in f32, lane-strided then xor-shuffle reduced;
+// Numerics    vec: exact int32 block sums (dp4a) for each plane of x, scaled in f32 and added, lane-strided
+//             then xor-shuffle reduced;
 //             tile: f32 FMAs in k order per thread
 
 template <int M>
@@ -20,14 +22,18 @@ __device__ __forceinline__ void matmul_vec_body(const u8* qs, const u8* qh, cons
 #if FORMAT_QUANTIZED
         const u32 nb = k / 32;
         const int4* xq = (const int4*)x;
-#pragma unroll 2
+        const u64 plane = (u64)m * nb;  // blocks per plane of x (quantize_q8_1.cu)
+        // Four blocks in flight per lane for one or two rows of x: a 4096-wide row is then one
+        // round trip to memory per lane instead of two.
+#pragma unroll(M <= 2 ? 4 : 2)
         for (u32 b = sub; b < nb; b += group) {
             const u64 blk = row * nb + b;
 #pragma unroll
             for (int r = 0; r < M; r++) {
                 if (m0 + r < m) {
-                    const u64 xb = (u64)(m0 + r) * nb + b;
-                    acc[r] += block_dot(qs, qh, dm, blk, xq[2 * xb], xq[2 * xb + 1], xds[xb]);
+                    const u64 xb = (u64)(m0 + r) * nb + b, xb2 = plane + xb;
+                    acc[r] += block_dot(qs, qh, dm, blk, xq[2 * xb], xq[2 * xb + 1], xds[xb]) +
+                              block_dot(qs, qh, dm, blk, xq[2 * xb2], xq[2 * xb2 + 1], xds[xb2]);
                 }
             }
         }

@@ -43,6 +43,11 @@ pub fn kv_write(
     Ok(())
 }
 
+/// Profile row of one call: the query rows (the cost grows with the context, not shown).
+pub fn label(q: &Tensor<Cuda>) -> (String, u64) {
+    (format!("attention m{}", q.rows), 0)
+}
+
 pub fn attention(
     cuda: &Cuda,
     q: &Tensor<Cuda>,

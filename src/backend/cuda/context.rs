@@ -9,6 +9,7 @@ use std::sync::{Arc, Mutex, MutexGuard};
 use cudarc::driver::{CudaContext, CudaFunction, CudaModule, CudaSlice, CudaStream, DriverError, LaunchConfig};
 
 use super::graph::Graphs;
+use super::profile;
 use super::source::Module;
 use crate::backend::{DType, HostBytes, Tensor, Weight};
 use crate::error::{Error, Result};
@@ -30,6 +31,12 @@ pub struct Cuda {
     /// Recorded decode steps (CUDA graphs); off with `ULTRA_CUDA_GRAPHS=0`.
     pub(super) graphs: Mutex<Graphs>,
     pub(super) graphs_enabled: bool,
+    /// Ops (and host writes, steps) so far: orders the reuse of quantized activations.
+    op_count: AtomicU64,
+    /// (x buffer, length) whose int8 planes the q8 scratch holds, and the op that wrote them.
+    q8_key: Mutex<Option<((u64, usize), u64)>>,
+    /// Per-op GPU times with `ULTRA_CUDA_PROFILE=1` (printed on drop).
+    pub(super) profiler: Option<super::profile::Profiler>,
 }
 
 /// One tensor's device memory. u32 tensors also keep a host copy of what `write_u32` put there
@@ -86,7 +93,10 @@ impl Cuda {
             attn_scratch: Mutex::default(),
             scratch_generation: AtomicU64::new(0),
             graphs: Mutex::default(),
-            graphs_enabled: std::env::var("ULTRA_CUDA_GRAPHS").map_or(true, |v| v != "0"),
+            graphs_enabled: std::env::var("ULTRA_CUDA_GRAPHS").map_or(true, |v| v != "0") && !profile::requested(),
+            op_count: AtomicU64::new(0),
+            q8_key: Mutex::default(),
+            profiler: profile::requested().then(super::profile::Profiler::default),
         })
     }
 
@@ -102,6 +112,23 @@ impl Cuda {
         let (free, total) = self.ctx.mem_get_info().map_err(driver)?;
         let gib = |b: usize| b as f64 / (1u64 << 30) as f64;
         Ok(format!("{name}, compute capability {}, {:.1} GiB ({:.1} GiB free)", &self.arch[3..], gib(total), gib(free)))
+    }
+
+    /// Marks the start of an op (or of anything else that may write device memory).
+    pub(super) fn next_op(&self) {
+        self.op_count.fetch_add(1, Ordering::Relaxed);
+    }
+
+    /// Whether the q8 scratch holds the quantized planes of buffer `key`, written by the op just
+    /// before this one (so nothing has written x or the scratch since).
+    pub(super) fn q8_holds(&self, key: (u64, usize)) -> bool {
+        let now = self.op_count.load(Ordering::Relaxed);
+        *lock(&self.q8_key) == Some((key, now.wrapping_sub(1)))
+    }
+
+    /// Records that the current op left the planes of buffer `key` in the q8 scratch.
+    pub(super) fn q8_quantized(&self, key: (u64, usize)) {
+        *lock(&self.q8_key) = Some((key, self.op_count.load(Ordering::Relaxed)));
     }
 
     /// The kernel `entry` of `module`, compiled with NVRTC for this device on first use.

@@ -7,7 +7,7 @@
 //! GEMM in f32 (`matmul_tile`). An int8 tensor-core variant (x quantized as for the GEMV) was ~3×
 //! faster than SIMT too, but its prefill error (NMSE 3e-3 on the reference model) failed the e2e tests.
 
-use cudarc::driver::{CudaViewMut, LaunchConfig, PushKernelArg};
+use cudarc::driver::{CudaViewMut, DevicePtr, LaunchConfig, PushKernelArg};
 
 use super::context::{Cuda, driver, grid_1d};
 use super::source::Module;
@@ -20,6 +20,13 @@ const VEC_THREADS: u32 = 128;
 /// Output tile of matmul_mma: MMA_BM activation rows × MMA_BN weight rows (cuda/matmul_mma.cu).
 const MMA_BM: u32 = 64;
 const MMA_BN: u32 = 128;
+
+/// Profile row of one call: path, format, shape; bytes = the weight, read once.
+pub fn label(x: &Tensor<Cuda>, w: &Weight<Cuda>) -> (String, u64) {
+    let path = if x.rows <= VEC_MAX_M { "vec" } else if w.format.is_quantized() { "mma" } else { "tile" };
+    let bytes = w.format.row_bytes(w.cols).unwrap_or(0) * w.rows;
+    (format!("matmul_{path} {} m{} n{} k{}", w.format.name(), x.rows, w.rows, w.cols), bytes as u64)
+}
 
 pub fn matmul(cuda: &Cuda, x: &Tensor<Cuda>, w: &Weight<Cuda>, dst: &mut Tensor<Cuda>) -> Result<()> {
     let (m, n, k) = (x.rows, w.rows, w.cols);
@@ -80,8 +87,12 @@ fn matmul_vec(cuda: &Cuda, x: &Tensor<Cuda>, w: &Weight<Cuda>, dst: &mut Tensor<
     })
 }
 
-/// Quantizes x [m, k] into the q8 scratch — int8 values [m][k], then (d, d·Σq) pairs [m][k/32]
-/// 16-byte aligned (`cuda/quantize_q8_1.cu`) — and calls `then(xq, xds)` while it is held.
+/// Quantizes x [m, k] into the q8 scratch — two int8 planes [2][m][k], then (d, d·Σq) pairs
+/// [2][m][k/32] 16-byte aligned (`cuda/quantize_q8_1.cu`) — and calls `then(xq, xds)` while it is
+/// held. Consecutive matmuls of one x (q, k, v; gate, up) quantize it once: the scratch is reused
+/// when the op just before this one quantized the same buffer (no op ran in between that could
+/// have written x or the scratch). The decision depends only on the op sequence, so a recorded
+/// CUDA graph replays it unchanged.
 fn with_q8_1(
     cuda: &Cuda,
     x: &Tensor<Cuda>,
@@ -89,17 +100,23 @@ fn with_q8_1(
 ) -> Result<()> {
     let (m, k) = (x.rows, x.cols);
     let total = (m * k) as u64;
-    let xds_at = (m * k).next_multiple_of(16);
-    let mut guard = cuda.scratch(&cuda.q8_scratch, xds_at + m * (k / 32) * 8)?;
+    let xds_at = (2 * m * k).next_multiple_of(16);
+    let mut guard = cuda.scratch(&cuda.q8_scratch, xds_at + 2 * m * (k / 32) * 8)?;
+    let key = (x.buf.dev.device_ptr(&cuda.stream).0, x.len());
+    let fresh = cuda.q8_holds(key);
     let scratch = guard.as_mut().expect("scratch allocated");
     let (mut xq, mut xds) = scratch.split_at_mut(xds_at);
-    let q = cuda.function(Module::QuantizeQ8_1, "quantize_q8_1")?;
-    let mut l = cuda.stream.launch_builder(&q);
-    l.arg(&x.buf.dev).arg(&mut xq).arg(&mut xds).arg(&total);
-    // SAFETY: arguments match cuda/quantize_q8_1.cu; x holds total floats, xq total bytes, xds
-    // total / 32 float2 (k is a multiple of 32 for quantized formats).
-    unsafe { l.launch(grid_1d(total, 256)?) }.map_err(driver)?;
-    then(&mut xq, &mut xds)
+    if !fresh {
+        let q = cuda.function(Module::QuantizeQ8_1, "quantize_q8_1")?;
+        let mut l = cuda.stream.launch_builder(&q);
+        l.arg(&x.buf.dev).arg(&mut xq).arg(&mut xds).arg(&total);
+        // SAFETY: arguments match cuda/quantize_q8_1.cu; x holds total floats, xq 2 · total bytes,
+        // xds 2 · total / 32 float2 (k is a multiple of 32 for quantized formats).
+        unsafe { l.launch(grid_1d(total, 256)?) }.map_err(driver)?;
+    }
+    then(&mut xq, &mut xds)?;
+    cuda.q8_quantized(key);
+    Ok(())
 }
 
 /// m > 8 with quantized weights: f16 tensor cores (`cuda/matmul_mma.cu`) on x rounded to f16.

@@ -8,6 +8,7 @@ mod embed;
 mod graph;
 mod matmul;
 mod norm;
+mod profile;
 mod rope;
 mod sampling;
 pub mod source;
@@ -17,6 +18,14 @@ pub use context::{Cuda, CudaBuffer, CudaWeight};
 use crate::backend::{AttnBatch, AttnShape, Backend, DType, HostBytes, KvLayer, Rope, StepMode, Tensor, Weight};
 use crate::error::Result;
 use crate::quant::Format;
+
+impl Cuda {
+    /// Every op passes here: it is counted (see `Cuda::q8_holds`) and, with ULTRA_CUDA_PROFILE=1, timed.
+    fn op<T>(&self, label: impl FnOnce() -> (String, u64), run: impl FnOnce() -> Result<T>) -> Result<T> {
+        self.next_op();
+        profile::timed(self, label, run)
+    }
+}
 
 impl Backend for Cuda {
     type Buffer = CudaBuffer;
@@ -30,9 +39,11 @@ impl Backend for Cuda {
         context::alloc(self, dtype, rows, cols)
     }
     fn write_f32(&self, dst: &mut Tensor<Self>, data: &[f32]) -> Result<()> {
+        self.next_op();
         context::write(self, dst, DType::F32, data)
     }
     fn write_u32(&self, dst: &mut Tensor<Self>, data: &[u32]) -> Result<()> {
+        self.next_op();
         context::write_u32(self, dst, data)
     }
     fn read_f32(&self, src: &Tensor<Self>, out: &mut [f32]) -> Result<()> {
@@ -48,23 +59,25 @@ impl Backend for Cuda {
         context::sync(self)
     }
     fn begin_step(&self, key: u64) -> Result<StepMode> {
+        self.next_op();
         graph::begin_step(self, key)
     }
     fn end_step(&self, ok: bool) -> Result<()> {
+        self.next_op();
         graph::end_step(self, ok)
     }
 
     fn matmul(&self, x: &Tensor<Self>, w: &Weight<Self>, dst: &mut Tensor<Self>) -> Result<()> {
-        matmul::matmul(self, x, w, dst)
+        self.op(|| matmul::label(x, w), || matmul::matmul(self, x, w, dst))
     }
     fn embed(&self, table: &Weight<Self>, ids: &Tensor<Self>, dst: &mut Tensor<Self>) -> Result<()> {
-        embed::embed(self, table, ids, dst)
+        self.op(|| ("embed".into(), 0), || embed::embed(self, table, ids, dst))
     }
     fn rms_norm(&self, x: &Tensor<Self>, gain: &Tensor<Self>, eps: f32, dst: &mut Tensor<Self>) -> Result<()> {
-        norm::rms_norm(self, x, gain, eps, dst)
+        self.op(|| ("rms_norm".into(), 0), || norm::rms_norm(self, x, gain, eps, dst))
     }
     fn rope(&self, x: &mut Tensor<Self>, pos: &Tensor<Self>, rope: &Rope) -> Result<()> {
-        rope::rope(self, x, pos, rope)
+        self.op(|| ("rope".into(), 0), || rope::rope(self, x, pos, rope))
     }
     fn rms_norm_rope(
         &self,
@@ -74,19 +87,19 @@ impl Backend for Cuda {
         pos: &Tensor<Self>,
         rope: &Rope,
     ) -> Result<()> {
-        rope::rms_norm_rope(self, x, gain, eps, pos, rope)
+        self.op(|| ("rms_norm_rope".into(), 0), || rope::rms_norm_rope(self, x, gain, eps, pos, rope))
     }
     fn silu_mul(&self, gate: &Tensor<Self>, up: &Tensor<Self>, dst: &mut Tensor<Self>) -> Result<()> {
-        elementwise::silu_mul(self, gate, up, dst)
+        self.op(|| ("silu_mul".into(), 0), || elementwise::silu_mul(self, gate, up, dst))
     }
     fn add_assign(&self, x: &mut Tensor<Self>, y: &Tensor<Self>) -> Result<()> {
-        elementwise::add_assign(self, x, y)
+        self.op(|| ("add_assign".into(), 0), || elementwise::add_assign(self, x, y))
     }
     fn add_bias(&self, x: &mut Tensor<Self>, bias: &Tensor<Self>) -> Result<()> {
-        elementwise::add_bias(self, x, bias)
+        self.op(|| ("add_bias".into(), 0), || elementwise::add_bias(self, x, bias))
     }
     fn gather_rows(&self, x: &Tensor<Self>, rows: &Tensor<Self>, dst: &mut Tensor<Self>) -> Result<()> {
-        elementwise::gather_rows(self, x, rows, dst)
+        self.op(|| ("gather_rows".into(), 0), || elementwise::gather_rows(self, x, rows, dst))
     }
     fn kv_write(
         &self,
@@ -95,7 +108,7 @@ impl Backend for Cuda {
         slot: &Tensor<Self>,
         cache: &mut KvLayer<Self>,
     ) -> Result<()> {
-        attention::kv_write(self, k, v, slot, cache)
+        self.op(|| ("kv_write".into(), 0), || attention::kv_write(self, k, v, slot, cache))
     }
     fn attention(
         &self,
@@ -105,12 +118,12 @@ impl Backend for Cuda {
         shape: &AttnShape,
         dst: &mut Tensor<Self>,
     ) -> Result<()> {
-        attention::attention(self, q, cache, batch, shape, dst)
+        self.op(|| attention::label(q), || attention::attention(self, q, cache, batch, shape, dst))
     }
     fn copy_slots(&self, cache: &mut KvLayer<Self>, src: usize, dst: usize, n: usize) -> Result<()> {
-        attention::copy_slots(self, cache, src, dst, n)
+        self.op(|| ("copy_slots".into(), 0), || attention::copy_slots(self, cache, src, dst, n))
     }
     fn argmax(&self, x: &Tensor<Self>, dst: &mut Tensor<Self>) -> Result<()> {
-        sampling::argmax(self, x, dst)
+        self.op(|| ("argmax".into(), 0), || sampling::argmax(self, x, dst))
     }
 }
