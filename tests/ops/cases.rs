@@ -244,5 +244,14 @@ pub fn all() -> Vec<Case> {
     cases.push(attn(&[300, 9], &[2, 9], (2, 2), 128, 7)); // MHA, block size not a power of two
     cases.push(attn(&[13], &[13], (6, 2), 64, 1)); // one slot per block
     cases.push(attn(&[300], &[37], (4, 2), 128, 16)); // one prompt's tail across a chunk edge (wgpu: tiled)
+    // 64+ tokens: cuda runs attention_prefill (64 (token, head) rows × 64-key tiles; one pass per sequence
+    // in a tile, and the harness shuffles the batch, so tiles mix sequences and positions)
+    cases.push(attn(&[133], &[133], (9, 3), 64, 16)); // one prompt, 133 a multiple of no tile or block
+    cases.push(attn(&[100], &[100], (8, 2), 128, 16)); // head_dim 128, g = 4
+    cases.push(attn(&[70, 61], &[70, 61], (9, 3), 64, 16)); // two prompts' prefill chunks
+    cases.push(attn(&[90, 30, 200, 5], &[80, 1, 1, 1], (9, 3), 64, 16)); // a prefill chunk + three decodes
+    cases.push(attn(&[250], &[70], (9, 3), 64, 16)); // a second chunk after 180 cached positions
+    cases.push(attn(&[81, 3], &[66, 3], (3, 3), 256, 7)); // head_dim 256, MHA, block size 7
+    cases.push(attn(&[150, 40], &[64, 40], (4, 1), 96, 16)); // head_dim 96 (below the kernel's 128), MQA
     cases
 }

@@ -1,9 +1,20 @@
-//! KV cache writes and paged attention on CUDA: `cuda/{kv_write,attention,copy_slots}.cu`.
-//! Attention splits each (token, head)'s keys over N_SPLITS blocks (flash-decoding), then merges
-//! the splits with `attention_combine`. The split count is a constant so that a token's result
-//! does not depend on the batch or the block layout (batch invariance, bit for bit).
+//! KV cache writes and paged attention on CUDA: `cuda/{kv_write,attention,attention_prefill,copy_slots}.cu`.
+//! Two attention kernels, chosen from the batch *shape* alone (n_tokens, head_dim, the device):
+//! - fewer than PREFILL_MIN_TOKENS tokens (decode, speculative verify, small batches): flash-decoding,
+//!   each (token, head)'s keys split over N_SPLITS blocks, merged by `attention_combine`. The split
+//!   count is a constant, so a token's bits do not depend on the batch or the block layout.
+//! - PREFILL_MIN_TOKENS or more (prefill chunks, mixed batches): `attention_prefill_<HD>`, a block per
+//!   64 (token, query head) rows of one KV head, K/V tiles staged once in shared memory for all of
+//!   them. Flash-decoding rereads a sequence's whole prefix for every query token and head (O(n²·d)
+//!   traffic); the tiled kernel reads it once per 64 rows.
+//!
+//! The choice never looks at seq or pos: a CUDA graph (graph.rs) captures a step's launches once per
+//! batch shape and replays them with new seq/pos, so launches may depend on the shape only; both
+//! kernels read seq/pos on the device. The price: a batch of 64+ decode tokens of distinct sequences
+//! runs the tiled kernel with one pass per sequence (correct, but without split-K parallelism), and a
+//! token's bits depend on which kernel ran it (cuda does not promise batch invariance; README).
 
-use cudarc::driver::{LaunchConfig, PushKernelArg};
+use cudarc::driver::{LaunchConfig, PushKernelArg, sys};
 
 use super::context::{Cuda, driver, expect_below, grid_1d};
 use super::source::Module;
@@ -13,6 +24,13 @@ use crate::error::{Error, Result};
 
 /// Key splits per (token, head): split s takes keys j ≡ s (mod N_SPLITS).
 const N_SPLITS: usize = 16;
+/// Batches of at least this many tokens run attention_prefill. Decode batches are usually smaller,
+/// prefill chunks larger; below it the tiled kernel would have too few blocks to fill the GPU.
+const PREFILL_MIN_TOKENS: usize = 64;
+/// attention_prefill's tile: query rows and keys per block, threads (cuda/attention_prefill.cu).
+const PREFILL_ROWS: usize = 64;
+const PREFILL_KEYS: usize = 64;
+const PREFILL_THREADS: u32 = 256;
 
 pub fn kv_write(
     cuda: &Cuda,
@@ -56,7 +74,7 @@ pub fn attention(
     shape: &AttnShape,
     dst: &mut Tensor<Cuda>,
 ) -> Result<()> {
-    let AttnShape { n_heads, n_kv_heads, head_dim, scale } = *shape;
+    let AttnShape { n_heads, n_kv_heads, head_dim, .. } = *shape;
     if head_dim == 0 || head_dim > 256 || n_kv_heads == 0 || n_heads % n_kv_heads != 0 {
         return Err(Error::Unsupported { op: "attention", backend: "cuda", detail: format!("{shape:?}") });
     }
@@ -75,10 +93,85 @@ pub fn attention(
     }
     expect_shape("attention", &cache.v, cache.k.rows, cache.k.cols)?;
     check_batch(batch, cache.k.rows)?;
-    let pairs = n_tokens * n_heads;
-    if pairs == 0 {
+    if n_tokens * n_heads == 0 {
         return Ok(());
     }
+    match prefill_variant(cuda, n_tokens, head_dim)? {
+        Some(variant) => attention_prefill(cuda, q, cache, batch, shape, variant, dst),
+        None => attention_split(cuda, q, cache, batch, shape, dst),
+    }
+}
+
+/// The attention_prefill entry and its dynamic shared memory bytes for this shape, or None for
+/// flash-decoding (too few tokens, or a device with less opt-in shared memory than the tile needs).
+fn prefill_variant(cuda: &Cuda, n_tokens: usize, head_dim: usize) -> Result<Option<(&'static str, u32)>> {
+    if n_tokens < PREFILL_MIN_TOKENS {
+        return Ok(None);
+    }
+    let (entry, hd) = match head_dim {
+        0..=64 => ("attention_prefill_64", 64),
+        65..=128 => ("attention_prefill_128", 128),
+        _ => ("attention_prefill_256", 256),
+    };
+    // q and one K/V tile of [rows][hd + 4] floats, plus p [rows][keys + 1] (see the kernel's header);
+    // the kernel's own static arrays (~0.8 KiB) are budgeted as 1 KiB.
+    let smem = 4 * ((PREFILL_ROWS + PREFILL_KEYS) * (hd + 4) + PREFILL_ROWS * (PREFILL_KEYS + 1));
+    let optin = cuda
+        .ctx
+        .attribute(sys::CUdevice_attribute::CU_DEVICE_ATTRIBUTE_MAX_SHARED_MEMORY_PER_BLOCK_OPTIN)
+        .map_err(driver)?;
+    Ok((smem + 1024 <= optin.max(0) as usize).then_some((entry, smem as u32)))
+}
+
+/// The tiled kernel for many tokens: grid (ceil(n_tokens · g / 64), n_kv_heads), no scratch.
+fn attention_prefill(
+    cuda: &Cuda,
+    q: &Tensor<Cuda>,
+    cache: &KvLayer<Cuda>,
+    batch: &AttnBatch<Cuda>,
+    shape: &AttnShape,
+    (entry, smem): (&'static str, u32),
+    dst: &mut Tensor<Cuda>,
+) -> Result<()> {
+    let AttnShape { n_heads, n_kv_heads, head_dim, scale } = *shape;
+    let n_rows = q.rows * (n_heads / n_kv_heads);
+    let f = cuda.function(Module::Attention, entry)?;
+    // Above the default 48 KiB, dynamic shared memory must be allowed per function: raised on the
+    // first launch (a host-side call, never recorded into a graph), only queried after that.
+    let limit = sys::CUfunction_attribute::CU_FUNC_ATTRIBUTE_MAX_DYNAMIC_SHARED_SIZE_BYTES;
+    if f.get_attribute(limit).map_err(driver)? < smem as i32 {
+        f.set_attribute(limit, smem as i32).map_err(driver)?;
+    }
+    let u = |v: usize| v as u32;
+    let grid = (u(n_rows.div_ceil(PREFILL_ROWS)), u(n_kv_heads), 1);
+    let cfg = LaunchConfig { grid_dim: grid, block_dim: (PREFILL_THREADS, 1, 1), shared_mem_bytes: smem };
+    let mut l = cuda.stream.launch_builder(&f);
+    l.arg(&q.buf.dev).arg(&cache.k.buf.dev).arg(&cache.v.buf.dev).arg(&batch.seq.buf.dev).arg(&batch.pos.buf.dev);
+    l.arg(&batch.block_table.buf.dev).arg(&mut dst.buf.dev);
+    let (nt, nh, nkv, hd) = (u(q.rows), u(n_heads), u(n_kv_heads), u(head_dim));
+    let (bs, mb, n_seqs, n_slots) =
+        (u(batch.block_size), u(batch.block_table.cols), u(batch.block_table.rows), u(cache.k.rows));
+    l.arg(&nt).arg(&nh).arg(&nkv).arg(&hd).arg(&scale).arg(&bs).arg(&mb).arg(&n_seqs).arg(&n_slots);
+    // SAFETY: arguments match attention_prefill_<HD> in cuda/attention_prefill.cu, HD ≥ head_dim;
+    // q, dst hold n_tokens · n_heads · head_dim floats, seq/pos n_tokens u32, block_table n_seqs ·
+    // max_blocks u32 (check_batch rejected host-written bad indices; the kernel still skips seq ≥
+    // n_seqs, keys past max_blocks · block_size and slots ≥ n_slots); smem is the tile's dynamic
+    // shared memory, allowed above and within the device's opt-in limit (prefill_variant).
+    unsafe { l.launch(cfg) }.map_err(driver)?;
+    Ok(())
+}
+
+/// Flash-decoding for few tokens: N_SPLITS blocks per (token, head), then attention_combine.
+fn attention_split(
+    cuda: &Cuda,
+    q: &Tensor<Cuda>,
+    cache: &KvLayer<Cuda>,
+    batch: &AttnBatch<Cuda>,
+    shape: &AttnShape,
+    dst: &mut Tensor<Cuda>,
+) -> Result<()> {
+    let AttnShape { n_heads, n_kv_heads, head_dim, scale } = *shape;
+    let pairs = q.rows * n_heads;
     let n_splits = N_SPLITS;
     let partial_bytes = if n_splits > 1 { pairs * n_splits * (2 + head_dim) * 4 } else { 0 };
     let mut scratch = cuda.scratch(&cuda.attn_scratch, partial_bytes)?;

@@ -85,7 +85,8 @@ impl Module {
             Module::GatherRows => vec![file!("gather_rows.cu")],
             Module::KvWrite => vec![file!("kv_write.cu")],
             Module::CopySlots => vec![file!("copy_slots.cu")],
-            Module::Attention => vec![file!("attention.cu")],
+            // attention.cu last: it names the module.
+            Module::Attention => vec![file!("attention_prefill.cu"), file!("attention.cu")],
             Module::Argmax => vec![file!("argmax.cu")],
             Module::QuantizeQ8_1 => vec![file!("quantize_q8_1.cu")],
             Module::Matmul(f) => vec![decoder(f), file!("matmul.cu"), file!("matmul_mma.cu")],
