@@ -219,7 +219,8 @@ impl Sampler {
 
 /// NaN → −∞ and +∞ → `f32::MAX`, so the softmax never sees ∞ − ∞. Adding 0.0 turns −0.0 into
 /// +0.0, which `total_cmp` would otherwise rank below +0.0 and break lowest-id tie-breaking.
-fn sanitize(logit: f32) -> f32 {
+/// `Backend::top_k` follows the same rule (the CPU backend calls this).
+pub(crate) fn sanitize(logit: f32) -> f32 {
     if logit.is_nan() { f32::NEG_INFINITY } else { logit.min(f32::MAX) + 0.0 }
 }
 

@@ -46,6 +46,7 @@ pub enum Module {
     CopySlots,
     Attention,
     Argmax,
+    TopK,
     QuantizeQ8_1,
     Matmul(Format),
     Embed(Format),
@@ -67,6 +68,7 @@ impl Module {
             CopySlots,
             Attention,
             Argmax,
+            TopK,
             QuantizeQ8_1,
         ];
         all.extend(Format::ALL.iter().map(|&f| Matmul(f)));
@@ -87,6 +89,7 @@ impl Module {
             Module::CopySlots => vec![file!("copy_slots.cu")],
             Module::Attention => vec![file!("attention.cu")],
             Module::Argmax => vec![file!("argmax.cu")],
+            Module::TopK => vec![file!("top_k.cu")],
             Module::QuantizeQ8_1 => vec![file!("quantize_q8_1.cu")],
             Module::Matmul(f) => vec![decoder(f), file!("matmul.cu"), file!("matmul_mma.cu")],
             Module::Embed(f) => vec![decoder(f), file!("embed.cu")],
