@@ -1,9 +1,30 @@
 //! Index checks shared by the GPU backends, made on the host copies of the u32 inputs (which
 //! every backend keeps for tensors written with `write_u32`), so bad indices are errors before a
-//! kernel could skip or misread them, without waiting for the device.
+//! kernel could skip or misread them, without waiting for the device. Also the argument rules of
+//! `top_k`, which every backend shares.
 
-use crate::backend::{AttnBatch, Backend};
+use crate::backend::{AttnBatch, Backend, DType, MAX_TOP_K, Tensor, expect_shape};
 use crate::error::{Error, Result};
+
+/// The k of a `top_k` call, once its shapes, dtypes and range are checked.
+pub fn top_k<B: Backend>(x: &Tensor<B>, ids: &Tensor<B>, vals: &Tensor<B>) -> Result<usize> {
+    let (k, vocab) = (ids.cols, x.cols);
+    expect_shape("top_k", ids, x.rows, k)?;
+    expect_shape("top_k", vals, x.rows, k + 1)?;
+    let dtypes = [(x, DType::F32, "x"), (ids, DType::U32, "ids"), (vals, DType::F32, "vals")];
+    if let Some((t, d, name)) = dtypes.iter().find(|(t, d, _)| t.dtype != *d) {
+        return Err(Error::InvalidArgument(format!("top_k: {name} must be {d:?}, got {:?}", t.dtype)));
+    }
+    if u32::try_from(vocab).is_err() {
+        return Err(Error::InvalidArgument(format!("top_k: rows of {vocab} values have no u32 indices")));
+    }
+    if k == 0 || k > vocab.min(MAX_TOP_K) {
+        return Err(Error::InvalidArgument(format!(
+            "top_k: k = {k} outside 1..=min(vocab = {vocab}, MAX_TOP_K = {MAX_TOP_K})"
+        )));
+    }
+    Ok(k)
+}
 
 /// The block-table view of one attention batch: token t of table row `seq[t]` at `pos[t]`.
 struct AttnIndices<'a> {

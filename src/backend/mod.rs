@@ -234,7 +234,14 @@ pub trait Backend: Send + Sync + Sized + 'static {
     // ---- sampling -------------------------------------------------------------------------
     /// dst[r] = argmax_j x[r, j], lowest index on ties.     x: [rows, vocab]; dst: u32 [rows, 1]
     fn argmax(&self, x: &Tensor<Self>, dst: &mut Tensor<Self>) -> Result<()>;
+    /// ids[r] = the k largest x[r, :] (descending, lowest index on ties); vals[r, i] = x[r, ids[r, i]]
+    /// for i < k, vals[r, k] = ln Σ_j exp(x[r, j]). NaN counts as −∞ and +∞ as f32::MAX, as in the
+    /// sampler.      x: [rows, vocab]; ids: u32 [rows, k]; vals: [rows, k + 1]; 1 ≤ k ≤ min(vocab, MAX_TOP_K)
+    fn top_k(&self, x: &Tensor<Self>, ids: &mut Tensor<Self>, vals: &mut Tensor<Self>) -> Result<()>;
 }
+
+/// The largest k `top_k` accepts: the GPU kernels sort the survivors in one workgroup.
+pub const MAX_TOP_K: usize = 256;
 
 /// Checks that a tensor has the shape an op expects.
 pub fn expect_shape<B: Backend>(op: &'static str, t: &Tensor<B>, rows: usize, cols: usize) -> Result<()> {

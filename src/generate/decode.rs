@@ -47,6 +47,32 @@ pub fn uses_device_argmax(sampler: &Sampler) -> bool {
     sampler.config().is_greedy() && sampler.config().repeat_penalty == 1.0
 }
 
+/// The next token after one forward pass of `batch` (one logits row), reading back as little as
+/// the sampler allows: the device argmax for greedy, the device top-k candidates when they decide
+/// the token (`Sampler::sample_top_k`), else the full row. The token is the same either way.
+pub fn forward_and_sample<B: Backend>(
+    runner: &mut Runner<B>,
+    batch: &Batch,
+    sampler: &mut Sampler,
+    history: &[u32],
+) -> Result<u32> {
+    if uses_device_argmax(sampler) {
+        return Ok(runner.forward_argmax(batch)?[0]);
+    }
+    let vocab = runner.config().vocab_size;
+    if let Some(k) = sampler.top_k_request(vocab) {
+        let top = runner.forward_top_k(batch, k)?;
+        let (ids, vals) = top.row(0);
+        if let Some(token) = sampler.sample_top_k(ids, vals, vocab) {
+            return Ok(token);
+        }
+        runner.read_logits()?;
+    } else {
+        runner.forward(batch)?;
+    }
+    Ok(sampler.sample(runner.logits(0), history))
+}
+
 /// Feeds `tokens` to `seq` in chunks; returns the logits of the last one.
 pub fn prefill<B: Backend>(runner: &mut Runner<B>, seq: SeqId, tokens: &[u32], chunk: usize) -> Result<Vec<f32>> {
     if tokens.is_empty() {
@@ -97,13 +123,7 @@ pub fn generate<B: Backend>(
         if out.tokens.len() == opts.max_tokens || pos >= runner.context {
             break;
         }
-        let batch = Batch::sequence(seq, pos, &[next], false);
-        next = if uses_device_argmax(sampler) {
-            runner.forward_argmax(&batch)?[0]
-        } else {
-            runner.forward(&batch)?;
-            sampler.sample(runner.logits(0), &history)
-        };
+        next = forward_and_sample(runner, &Batch::sequence(seq, pos, &[next], false), sampler, &history)?;
     }
     out.decode_secs = t1.elapsed().as_secs_f64();
     Ok(out)

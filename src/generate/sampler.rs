@@ -66,6 +66,9 @@ fn check(ok: bool, rule: &str, value: f32) -> Result<()> {
 /// 5. temperature: divide the kept logits by `temperature`;
 /// 6. softmax over the kept tokens, then one inverse-CDF draw.
 ///
+/// The draw walks the kept tokens in rank order after top-k or top-p, in id order otherwise.
+/// `sample_top_k` (sampler/candidates.rs) gives the same tokens from a row's device top-k.
+///
 /// Greedy (temperature 0) is the argmax of the penalized logits. Every tie, in greedy, top-k and
 /// top-p, goes to the lowest token id. NaN logits count as −∞, +∞ as `f32::MAX`; tokens at −∞
 /// get probability 0 and are never drawn, and if every logit is −∞ the result is token 0.
@@ -79,6 +82,8 @@ pub struct Sampler {
     candidates: Vec<(u32, f32)>,
     /// The distinct ids in the penalty window; reused across calls.
     recent: Vec<u32>,
+    /// A logits row rebuilt from candidates that hold the whole vocabulary; reused across calls.
+    dense: Vec<f32>,
 }
 
 impl Sampler {
@@ -86,7 +91,7 @@ impl Sampler {
     pub fn new(config: SamplerConfig) -> Result<Self> {
         config.validate()?;
         let rng = Xoshiro256::new(config.seed);
-        Ok(Self { config, rng, candidates: Vec::new(), recent: Vec::new() })
+        Ok(Self { config, rng, candidates: Vec::new(), recent: Vec::new(), dense: Vec::new() })
     }
 
     /// The validated settings this sampler runs with.
@@ -176,6 +181,9 @@ impl Sampler {
         if top_k > 0 && top_k < candidates.len() {
             candidates.select_nth_unstable_by(top_k - 1, by_rank);
             candidates.truncate(top_k);
+            // Rank order rather than select_nth's arbitrary one, so that the sums and the draw
+            // below depend only on the kept set: device candidates then reproduce them exactly.
+            candidates.sort_unstable_by(by_rank);
         }
         let max = max_logit(candidates);
         if max == f32::NEG_INFINITY {
@@ -219,7 +227,8 @@ impl Sampler {
 
 /// NaN → −∞ and +∞ → `f32::MAX`, so the softmax never sees ∞ − ∞. Adding 0.0 turns −0.0 into
 /// +0.0, which `total_cmp` would otherwise rank below +0.0 and break lowest-id tie-breaking.
-fn sanitize(logit: f32) -> f32 {
+/// `Backend::top_k` follows the same rule (the CPU backend calls this).
+pub(crate) fn sanitize(logit: f32) -> f32 {
     if logit.is_nan() { f32::NEG_INFINITY } else { logit.min(f32::MAX) + 0.0 }
 }
 
@@ -341,5 +350,6 @@ fn splitmix64(x: &mut u64) -> u64 {
     z ^ (z >> 31)
 }
 
+mod candidates;
 #[cfg(test)]
 mod tests;

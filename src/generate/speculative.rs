@@ -12,7 +12,7 @@ use std::time::Instant;
 use crate::backend::Backend;
 use crate::error::Result;
 use crate::generate::adaptive::AdaptiveWindow;
-use crate::generate::decode::{GenerateOptions, Generation, prefill, uses_device_argmax};
+use crate::generate::decode::{GenerateOptions, Generation, forward_and_sample, prefill};
 use crate::generate::drafter::{Draft, Drafter};
 use crate::generate::sampler::Sampler;
 use crate::kv_cache::SeqId;
@@ -128,13 +128,7 @@ pub fn generate_speculative<B: Backend>(
             if start >= runner.context {
                 break;
             }
-            let batch = Batch::sequence(seq, start, &[last], false);
-            let next = if uses_device_argmax(sampler) {
-                runner.forward_argmax(&batch)?[0]
-            } else {
-                runner.forward(&batch)?;
-                sampler.sample(runner.logits(0), &context)
-            };
+            let next = forward_and_sample(runner, &Batch::sequence(seq, start, &[last], false), sampler, &context)?;
             drafter.rollback(context.len())?;
             window.after_plain_step(round.elapsed());
             pending = vec![next];

@@ -12,22 +12,29 @@ pub struct Activations<B: Backend> {
     pub step_key: u64,
     pub n_tokens: usize,
     pub n_logits: usize,
-    pub ids: Tensor<B>,        // u32 [n_tokens, 1]
-    pub batch: AttnBatch<B>,   // seq, pos, slot: u32 [n_tokens, 1]; block_table: u32 [n_tokens, max_blocks]
-    pub x: Tensor<B>,          // [n_tokens, d_model]  residual stream
-    pub xb: Tensor<B>,         // [n_tokens, d_model]  normed input / sublayer output
-    pub q: Tensor<B>,          // [n_tokens, q_dim]
-    pub k: Tensor<B>,          // [n_tokens, kv_dim]
-    pub v: Tensor<B>,          // [n_tokens, kv_dim]
-    pub att: Tensor<B>,        // [n_tokens, q_dim]    attention output, heads concatenated
-    pub gate: Tensor<B>,       // [n_tokens, d_ff]
-    pub up: Tensor<B>,         // [n_tokens, d_ff]
-    pub hidden_ff: Tensor<B>,  // [n_tokens, d_ff]     silu(gate) · up
-    pub logit_rows: Tensor<B>, // u32 [n_logits, 1]    which rows produce logits
-    pub last: Tensor<B>,       // [n_logits, d_model]
-    pub last_norm: Tensor<B>,  // [n_logits, d_model]
-    pub logits: Tensor<B>,     // [n_logits, vocab]
-    pub argmax: Tensor<B>,     // u32 [n_logits, 1]
+    pub ids: Tensor<B>,            // u32 [n_tokens, 1]
+    pub batch: AttnBatch<B>,       // seq, pos, slot: u32 [n_tokens, 1]; block_table: u32 [n_tokens, max_blocks]
+    pub x: Tensor<B>,              // [n_tokens, d_model]  residual stream
+    pub xb: Tensor<B>,             // [n_tokens, d_model]  normed input / sublayer output
+    pub q: Tensor<B>,              // [n_tokens, q_dim]
+    pub k: Tensor<B>,              // [n_tokens, kv_dim]
+    pub v: Tensor<B>,              // [n_tokens, kv_dim]
+    pub att: Tensor<B>,            // [n_tokens, q_dim]    attention output, heads concatenated
+    pub gate: Tensor<B>,           // [n_tokens, d_ff]
+    pub up: Tensor<B>,             // [n_tokens, d_ff]
+    pub hidden_ff: Tensor<B>,      // [n_tokens, d_ff]     silu(gate) · up
+    pub logit_rows: Tensor<B>,     // u32 [n_logits, 1]    which rows produce logits
+    pub last: Tensor<B>,           // [n_logits, d_model]
+    pub last_norm: Tensor<B>,      // [n_logits, d_model]
+    pub logits: Tensor<B>,         // [n_logits, vocab]
+    pub argmax: Tensor<B>,         // u32 [n_logits, 1]
+    pub top_k: Option<TopKOut<B>>, // allocated by the first top_k call (its k is the sampler's)
+}
+
+/// `Backend::top_k`'s outputs for one k.
+pub struct TopKOut<B: Backend> {
+    pub ids: Tensor<B>,  // u32 [n_logits, k]
+    pub vals: Tensor<B>, // [n_logits, k + 1]  their logits, then the row's log-sum-exp
 }
 
 impl<B: Backend> Activations<B> {
@@ -68,6 +75,16 @@ impl<B: Backend> Activations<B> {
             last_norm: f(n_logits, c.d_model)?,
             logits: f(n_logits, c.vocab_size)?,
             argmax: u(n_logits, 1)?,
+            top_k: None,
         })
+    }
+
+    /// The logits and top_k's outputs for `k` (allocated on first use, again only if k changes).
+    pub fn logits_and_top_k(&mut self, be: &B, k: usize) -> Result<(&Tensor<B>, &mut TopKOut<B>)> {
+        if self.top_k.as_ref().is_none_or(|t| t.ids.cols != k) {
+            let (ids, vals) = (be.alloc(DType::U32, self.n_logits, k)?, be.alloc(DType::F32, self.n_logits, k + 1)?);
+            self.top_k = Some(TopKOut { ids, vals });
+        }
+        Ok((&self.logits, self.top_k.as_mut().expect("allocated above")))
     }
 }

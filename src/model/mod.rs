@@ -9,9 +9,9 @@ mod runner;
 pub mod synth;
 mod weights;
 
-pub use activations::Activations;
+pub use activations::{Activations, TopKOut};
 pub use batch::{Batch, BatchToken};
 pub use config::{Arch, Config};
 pub use llama::Llama;
-pub use runner::Runner;
+pub use runner::{Runner, TopK};
 pub use weights::{LayerWeights, Weights, weight_format_summary};

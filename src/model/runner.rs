@@ -30,6 +30,20 @@ pub struct Runner<B: Backend> {
     host: HostInputs,
 }
 
+/// The device's top candidates of each logits row (`Backend::top_k`, read back).
+pub struct TopK {
+    pub k: usize,
+    pub ids: Vec<u32>,  // [n_logits, k]      token ids, best first
+    pub vals: Vec<f32>, // [n_logits, k + 1]  their logits, then the row's log-sum-exp
+}
+
+impl TopK {
+    /// Row i's (ids, vals), as `Sampler::sample_top_k` takes them.
+    pub fn row(&self, i: usize) -> (&[u32], &[f32]) {
+        (&self.ids[i * self.k..(i + 1) * self.k], &self.vals[i * (self.k + 1)..(i + 1) * (self.k + 1)])
+    }
+}
+
 /// Host staging for the per-call device inputs (kept to avoid allocating per call).
 #[derive(Default)]
 struct HostInputs {
@@ -112,6 +126,30 @@ impl<B: Backend> Runner<B> {
         let mut ids = vec![0u32; batch.n_logits()];
         self.backend.read_u32(&a.argmax, &mut ids)?;
         Ok(ids)
+    }
+
+    /// Runs one batch and returns the `k` best candidates and the log-sum-exp of each logits row
+    /// (`Backend::top_k`), so only those come back. The logits stay on the device: `read_logits`
+    /// fetches them when the candidates do not decide the token.
+    pub fn forward_top_k(&mut self, batch: &Batch, k: usize) -> Result<TopK> {
+        self.run(batch)?;
+        let be = &*self.backend;
+        let a = self.shapes.last_mut().expect("run leaves its shape last");
+        let (logits, out) = a.logits_and_top_k(be, k)?;
+        be.top_k(logits, &mut out.ids, &mut out.vals)?;
+        let n = batch.n_logits();
+        let mut top = TopK { k, ids: vec![0; n * k], vals: vec![0.0; n * (k + 1)] };
+        be.read_u32(&out.ids, &mut top.ids)?;
+        be.read_f32(&out.vals, &mut top.vals)?;
+        Ok(top)
+    }
+
+    /// Reads back the logits of the last forward pass (after `forward_top_k` or `forward_argmax`,
+    /// which leave them on the device), so that `logits(i)` serves them.
+    pub fn read_logits(&mut self) -> Result<()> {
+        let a = self.shapes.last().ok_or_else(|| Error::InvalidArgument("no forward pass yet".into()))?;
+        self.logits.resize(a.n_logits * self.model.config.vocab_size, 0.0);
+        self.backend.read_f32(&a.logits, &mut self.logits)
     }
 
     /// Logits of the i-th logits row of the last `forward`.

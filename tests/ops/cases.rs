@@ -22,10 +22,11 @@ pub enum Family {
     Attention,
     CopySlots,
     Argmax,
+    TopK,
 }
 
 impl Family {
-    pub const ALL: [Family; 13] = [
+    pub const ALL: [Family; 14] = [
         Family::Matmul,
         Family::Embed,
         Family::RmsNorm,
@@ -39,6 +40,7 @@ impl Family {
         Family::Attention,
         Family::CopySlots,
         Family::Argmax,
+        Family::TopK,
     ];
 }
 
@@ -69,6 +71,7 @@ pub enum Op {
     Attention(AttnCase),
     CopySlots { n_slots: usize, kv_dim: usize, src: usize, dst: usize, n: usize },
     Argmax { rows: usize, vocab: usize },
+    TopK { rows: usize, vocab: usize, k: usize },
 }
 
 impl Op {
@@ -87,6 +90,7 @@ impl Op {
             Op::Attention(_) => Family::Attention,
             Op::CopySlots { .. } => Family::CopySlots,
             Op::Argmax { .. } => Family::Argmax,
+            Op::TopK { .. } => Family::TopK,
         }
     }
 }
@@ -128,6 +132,7 @@ impl fmt::Display for Op {
                 write!(f, "copy_slots(n_slots={n_slots},kv_dim={kv_dim},src={src},dst={dst},n={n})")
             }
             Op::Argmax { rows, vocab } => write!(f, "argmax(rows={rows},vocab={vocab},ties)"),
+            Op::TopK { rows, vocab, k } => write!(f, "top_k(rows={rows},vocab={vocab},k={k})"),
         }
     }
 }
@@ -140,6 +145,9 @@ pub enum Tolerance {
     Nmse(f64),
     /// |actual - expected| ≤ abs + rel · |expected| everywhere (elementwise).
     RelAbs { rel: f64, abs: f64 },
+    /// The first `exact` values bit-exact (indices and copies), the rest within `RelAbs` (or
+    /// bit-equal, which lets an expected −∞ pass).
+    ExactThen { exact: usize, rel: f64, abs: f64 },
 }
 
 pub struct Case {
@@ -219,6 +227,19 @@ pub fn all() -> Vec<Case> {
         cases.push(case(Op::Argmax { rows, vocab: d }, Tolerance::Exact, "an index"));
     }
     cases.push(case(Op::Argmax { rows: 3, vocab: 49152 }, Tolerance::Exact, "an index"));
+    // top_k: vocab sizes that are not multiples of the workgroup, up to a 49152 + 37 vocabulary;
+    // k = 256 is MAX_TOP_K (clamped to small vocabularies).
+    // The lse's absolute error is its f32 sum's relative error: ~vocab/256 exp terms per thread,
+    // then a tree, ≤ 2e-5 even if every rounding went one way; 1 ulp (≤ 1e-6) is what lavapipe shows.
+    const TOP_K_WHY: &str = "ids, values exact; lse: f32 sums of exp, ≤ 2e-5 worst case, plus its rounding";
+    for (rows, vocab) in [(1, 1), (3, 7), (2, 1000), (3, 49152 + 37)] {
+        let mut ks: Vec<usize> = [1, 2, 40, 256].iter().map(|&k: &usize| k.min(vocab)).collect();
+        ks.dedup();
+        for k in ks {
+            let tolerance = Tolerance::ExactThen { exact: 2 * rows * k, rel: 1e-6, abs: 2e-5 };
+            cases.push(case(Op::TopK { rows, vocab, k }, tolerance, TOP_K_WHY));
+        }
+    }
     for (n_tokens, n_slots, kv_dim) in [(1, 1, 64), (7, 48, 192), (33, 100, 96)] {
         cases.push(case(Op::KvWrite { n_tokens, n_slots, kv_dim }, Tolerance::Exact, "a copy"));
     }

@@ -137,6 +137,16 @@ pub fn compare(tolerance: Tolerance, expected: &[f64], actual: &[f64]) -> Result
             let pass = expected.is_empty() || excess(worst) <= 0.0;
             (format!("|err| ≤ {abs:e} + {rel:e}·|expected|"), pass, worst)
         }
+        Tolerance::ExactThen { exact, rel, abs } => {
+            let same = |i: usize| actual[i].to_bits() == expected[i].to_bits();
+            let excess = |i: usize| if same(i) { 0.0 } else { error(i) - (abs + rel * expected[i].abs()) };
+            let bad = (0..expected.len().min(exact)).find(|&i| !same(i));
+            let worst = (exact.min(expected.len())..expected.len()).max_by(|&a, &b| excess(a).total_cmp(&excess(b)));
+            // An excess of NaN (one side infinite, the other not) fails too.
+            let pass = bad.is_none() && worst.is_none_or(|w| excess(w) <= 0.0);
+            let measure = format!("first {exact} bit-exact, then |err| ≤ {abs:e} + {rel:e}·|expected|");
+            (measure, pass, bad.or(worst).unwrap_or(0))
+        }
     };
     if pass && actual.iter().all(|a| !a.is_nan()) {
         return Ok(());

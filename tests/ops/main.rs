@@ -38,7 +38,7 @@ macro_rules! op_suite {
                 matmul => Matmul, embed => Embed, rms_norm => RmsNorm, rope => Rope,
                 rms_norm_rope => RmsNormRope, silu_mul => SiluMul, add_assign => AddAssign,
                 add_bias => AddBias, gather_rows => GatherRows, kv_write => KvWrite,
-                attention => Attention, copy_slots => CopySlots, argmax => Argmax,
+                attention => Attention, copy_slots => CopySlots, argmax => Argmax, top_k => TopK,
             }
 
             #[test]

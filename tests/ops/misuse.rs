@@ -35,6 +35,17 @@ pub fn check<B: Backend>(b: &B) -> Vec<&'static str> {
     expect_err("rope with rows not whole heads", b.rope(&mut f32s(1, 12), &u32s(1, 1, &[0]), &rope));
     expect_err("argmax with dst of the wrong shape", b.argmax(&f32s(2, 8), &mut u32s(1, 1, &[0])));
     expect_err("argmax into an f32 tensor", b.argmax(&f32s(2, 8), &mut f32s(2, 1)));
+    let top_k = |vocab, (ids_rows, k), vals_cols, ids_f32: bool| {
+        let mut ids = if ids_f32 { f32s(ids_rows, k) } else { u32s(ids_rows, k, &vec![0; ids_rows * k]) };
+        b.top_k(&f32s(2, vocab), &mut ids, &mut f32s(2, vals_cols))
+    };
+    expect_err("top_k with k = 0", top_k(8, (2, 0), 1, false));
+    expect_err("top_k with k > vocab", top_k(8, (2, 9), 10, false));
+    expect_err("top_k with k > MAX_TOP_K", top_k(300, (2, 257), 258, false));
+    expect_err("top_k with vals not k + 1 wide", top_k(8, (2, 3), 3, false));
+    expect_err("top_k with ids of the wrong rows", top_k(8, (1, 3), 4, false));
+    expect_err("top_k into f32 ids", top_k(8, (2, 3), 4, true));
+    let top_k_control = top_k(8, (2, 3), 4, false);
 
     // A cache of 4 blocks of 4 slots, one KV head of 8; one sequence using blocks [2, 0].
     let mut cache = kv_layer(b, 16, 8, &[0.5; 128], &[0.5; 128]).unwrap();
@@ -64,6 +75,9 @@ pub fn check<B: Backend>(b: &B) -> Vec<&'static str> {
     );
     if control.is_err() {
         missed.push("(control) a valid attention call failed");
+    }
+    if top_k_control.is_err() {
+        missed.push("(control) a valid top_k call failed");
     }
     missed
 }

@@ -96,3 +96,22 @@ pub fn argmax(x: &[f32], vocab: usize) -> Vec<u32> {
         })
         .collect()
 }
+
+/// Each row's k best (value desc, index asc) after the sampler's rule (NaN → −∞, +∞ → f32::MAX,
+/// −0 → +0), by a full sort, and ln Σ exp of the row by a two-pass f64 sum around the max.
+/// Returns ids [rows, k], their values [rows, k] and the log-sum-exps [rows].
+pub fn top_k(x: &[f32], vocab: usize, k: usize) -> (Vec<u32>, Vec<f64>, Vec<f64>) {
+    let sanitize = |v: f32| if v.is_nan() { f64::NEG_INFINITY } else { f64::from(v.min(f32::MAX)) + 0.0 };
+    let (mut ids, mut vals, mut lse) = (Vec::new(), Vec::new(), Vec::new());
+    for row in x.chunks(vocab) {
+        let v: Vec<f64> = row.iter().map(|&x| sanitize(x)).collect();
+        let mut order: Vec<usize> = (0..vocab).collect();
+        order.sort_by(|&a, &b| v[b].partial_cmp(&v[a]).unwrap().then(a.cmp(&b)));
+        ids.extend(order[..k].iter().map(|&j| j as u32));
+        vals.extend(order[..k].iter().map(|&j| v[j]));
+        let max = v.iter().cloned().fold(f64::NEG_INFINITY, f64::max);
+        let sum: f64 = v.iter().map(|&x| (x - max).exp()).sum();
+        lse.push(if max == f64::NEG_INFINITY { max } else { max + sum.ln() });
+    }
+    (ids, vals, lse)
+}

@@ -136,7 +136,44 @@ pub fn run<B: Backend>(b: &B, op: &Op, rng: &mut Rng) -> Outcome {
             let as_f64 = |v: Vec<u32>| v.into_iter().map(f64::from).collect();
             Ok((as_f64(reference::argmax(&x_host, vocab)), as_f64(read_u32(b, &dst)?)))
         }
+        Op::TopK { rows, vocab, k } => {
+            let x_host = top_k_logits(rng, rows, vocab);
+            let (ids_expected, vals_expected, lse_expected) = reference::top_k(&x_host, vocab, k);
+            let x = f32_tensor(b, rows, vocab, &x_host)?;
+            let (mut ids, mut vals) = (b.alloc(DType::U32, rows, k)?, b.alloc(DType::F32, rows, k + 1)?);
+            b.top_k(&x, &mut ids, &mut vals)?;
+            let vals_actual = widen(&read_f32(b, &vals)?);
+            // Laid out as the tolerance expects: every exact value first (ids, then the copies), then lse.
+            let ids_actual = read_u32(b, &ids)?.into_iter().map(f64::from);
+            let mut actual: Vec<f64> = ids_actual.collect();
+            actual.extend(vals_actual.chunks(k + 1).flat_map(|row| row[..k].to_vec()));
+            actual.extend(vals_actual.chunks(k + 1).map(|row| row[k]));
+            let mut expected: Vec<f64> = ids_expected.into_iter().map(f64::from).collect();
+            expected.extend(vals_expected);
+            expected.extend(lse_expected);
+            Ok((expected, actual))
+        }
     }
+}
+
+/// Logits for top_k, never zeros: row 0 has many exact ties (five levels), row 1 non-finite
+/// values and extremes (all −∞ and NaN when vocab < 8), row 2 plain U(-10, 10) values.
+fn top_k_logits(rng: &mut Rng, rows: usize, vocab: usize) -> Vec<f32> {
+    let mut x = rng.fill(rows * vocab, -10.0, 10.0);
+    for (r, row) in x.chunks_mut(vocab).enumerate() {
+        match r {
+            0 => row.iter_mut().for_each(|v| *v = (*v / 4.0).round() * 0.5),
+            1 if vocab < 8 => row.iter_mut().enumerate().for_each(|(j, v)| *v = [f32::NEG_INFINITY, f32::NAN][j % 2]),
+            1 => {
+                let specials = [f32::NEG_INFINITY, f32::NAN, f32::INFINITY, f32::MAX, -f32::MAX, -0.0, 0.0];
+                for (i, &s) in specials.iter().cycle().take(3 * specials.len()).enumerate() {
+                    row[(i * 7919 + rng.below(vocab)) % vocab] = s;
+                }
+            }
+            _ => {}
+        }
+    }
+    x
 }
 
 pub fn kv_layer<B: Backend>(b: &B, n_slots: usize, kv_dim: usize, k: &[f32], v: &[f32]) -> ultra::Result<KvLayer<B>> {

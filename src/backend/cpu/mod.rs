@@ -83,4 +83,7 @@ impl Backend for Cpu {
     }
 
     fn argmax(&self, x: &Tensor<Cpu>, dst: &mut Tensor<Cpu>) -> Result<()> { sampling::argmax(x, dst) }
+    fn top_k(&self, x: &Tensor<Cpu>, ids: &mut Tensor<Cpu>, vals: &mut Tensor<Cpu>) -> Result<()> {
+        sampling::top_k(x, ids, vals)
+    }
 }

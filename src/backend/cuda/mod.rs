@@ -126,4 +126,7 @@ impl Backend for Cuda {
     fn argmax(&self, x: &Tensor<Self>, dst: &mut Tensor<Self>) -> Result<()> {
         self.op(|| ("argmax".into(), 0), || sampling::argmax(self, x, dst))
     }
+    fn top_k(&self, x: &Tensor<Self>, ids: &mut Tensor<Self>, vals: &mut Tensor<Self>) -> Result<()> {
+        sampling::top_k(self, x, ids, vals)
+    }
 }

@@ -46,6 +46,7 @@ pub enum Module {
     CopySlots,
     Attention,
     Argmax,
+    TopK,
     QuantizeQ8_1,
     Matmul(Format),
     Embed(Format),
@@ -67,6 +68,7 @@ impl Module {
             CopySlots,
             Attention,
             Argmax,
+            TopK,
             QuantizeQ8_1,
         ];
         all.extend(Format::ALL.iter().map(|&f| Matmul(f)));
@@ -88,6 +90,7 @@ impl Module {
             // attention.cu last: it names the module.
             Module::Attention => vec![file!("attention_prefill.cu"), file!("attention.cu")],
             Module::Argmax => vec![file!("argmax.cu")],
+            Module::TopK => vec![file!("top_k.cu")],
             Module::QuantizeQ8_1 => vec![file!("quantize_q8_1.cu")],
             Module::Matmul(f) => vec![decoder(f), file!("matmul.cu"), file!("matmul_mma.cu")],
             Module::Embed(f) => vec![decoder(f), file!("embed.cu")],

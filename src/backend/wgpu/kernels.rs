@@ -46,6 +46,7 @@ kernels! {
     AttentionTiled => "attention_tiled", [R, R, R, R, R, R, W];
     AttentionCombine => "attention_combine", [R, W];
     Argmax => "argmax", [R, W];
+    TopK => "top_k", [R, W, W];
 }
 
 /// One compiled variant of a kernel: the knobs that change its source.
@@ -180,6 +181,7 @@ pub const FILES: &[&str] = &[
     "attention_tiled",
     "attention_combine",
     "argmax",
+    "top_k",
     "common",
     "rope_common",
     "reduce_shared",

@@ -189,4 +189,7 @@ impl Backend for Wgpu {
     fn argmax(&self, x: &Tensor<Self>, dst: &mut Tensor<Self>) -> Result<()> {
         sampling::argmax(self, x, dst)
     }
+    fn top_k(&self, x: &Tensor<Self>, ids: &mut Tensor<Self>, vals: &mut Tensor<Self>) -> Result<()> {
+        sampling::top_k(self, x, ids, vals)
+    }
 }
