@@ -127,6 +127,6 @@ impl Backend for Cuda {
         self.op(|| ("argmax".into(), 0), || sampling::argmax(self, x, dst))
     }
     fn top_k(&self, x: &Tensor<Self>, ids: &mut Tensor<Self>, vals: &mut Tensor<Self>) -> Result<()> {
-        sampling::top_k(self, x, ids, vals)
+        self.op(|| ("top_k".into(), 0), || sampling::top_k(self, x, ids, vals))
     }
 }
