@@ -1,7 +1,8 @@
 // matmul      dst[m, n] = Σ_k x[m, k] · w[n, k]; body joined after one format decoder (matmul_<format>.cu)
 // Layout      x: f32 [m][k] (float weights) or int8 xq [2][m][k] + float2 xds [2][m][k/32] (quantized: two
 //             planes, x ≈ d · xq + d2 · xq2, quantize_q8_1.cu)
-// Launch      matmul_vec_mM: 32/group rows per warp, group lanes per row, grid.y = ceil(m / M);
+// Launch      matmul_vec_mM: 32/group rows per warp, group lanes per row, grid.y = ceil(m / M), grid.x
+//             the blocks of up to three weights sharing x;
 //             matmul_tile: 64×64 output tile per 256-thread block, K steps of 32 through shared memory
 // Numerics    vec: exact int32 block sums (dp4a) for each plane of x, scaled in f32 and added, lane-strided
 //             then xor-shuffle reduced;
@@ -9,9 +10,10 @@
 
 template <int M>
 __device__ __forceinline__ void matmul_vec_body(const u8* qs, const u8* qh, const u8* dm, const void* x,
-                                                const float2* xds, float* dst, u32 m, u32 n, u32 k, u32 group) {
+                                                const float2* xds, float* dst, u32 m, u32 n, u32 k, u32 group,
+                                                u32 block) {
     const u32 lane = threadIdx.x & 31;
-    const u64 warp = ((u64)blockIdx.x * blockDim.x + threadIdx.x) >> 5;
+    const u64 warp = ((u64)block * blockDim.x + threadIdx.x) >> 5;
     const u64 row = warp * (32 / group) + lane / group;
     const u32 sub = lane & (group - 1);
     const u32 m0 = blockIdx.y * M;
@@ -60,11 +62,18 @@ __device__ __forceinline__ void matmul_vec_body(const u8* qs, const u8* qh, cons
     }
 }
 
-#define MATMUL_VEC(M)                                                                                        \
-    extern "C" __global__ void matmul_vec_m##M(const u8* qs, const u8* qh, const u8* dm, const void* x,     \
-                                               const float2* xds, float* dst, u32 m, u32 n, u32 k,          \
-                                               u32 group) {                                                  \
-        matmul_vec_body<M>(qs, qh, dm, x, xds, dst, m, n, k, group);                                         \
+// Up to three matmuls of one x in one launch (q, k, v; gate, up): blocks [0, b0) compute part 0,
+// the next b1 part 1, the rest part 2; unused parts have n = 0 and get no blocks.
+#define MATMUL_VEC(M)                                                                                          \
+    extern "C" __global__ void matmul_vec_m##M(                                                              \
+        const u8* qs0, const u8* qh0, const u8* dm0, float* dst0, u32 n0, const u8* qs1, const u8* qh1,       \
+        const u8* dm1, float* dst1, u32 n1, const u8* qs2, const u8* qh2, const u8* dm2, float* dst2, u32 n2, \
+        const void* x, const float2* xds, u32 m, u32 k, u32 group) {                                          \
+        const u32 rows = (blockDim.x / 32) * (32 / group), b0 = (n0 + rows - 1) / rows;                       \
+        const u32 b1 = (n1 + rows - 1) / rows, b = blockIdx.x;                                                \
+        if (b < b0) matmul_vec_body<M>(qs0, qh0, dm0, x, xds, dst0, m, n0, k, group, b);                      \
+        else if (b - b0 < b1) matmul_vec_body<M>(qs1, qh1, dm1, x, xds, dst1, m, n1, k, group, b - b0);       \
+        else matmul_vec_body<M>(qs2, qh2, dm2, x, xds, dst2, m, n2, k, group, b - b0 - b1);                   \
     }
 MATMUL_VEC(1)
 MATMUL_VEC(2)

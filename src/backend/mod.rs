@@ -176,6 +176,11 @@ pub trait Backend: Send + Sync + Sized + 'static {
     // ---- matmul ---------------------------------------------------------------------------
     /// dst[m, n] = Σ_k x[m, k] · w[n, k]          x: [m, k]; w: [n, k] any format; dst: [m, n]
     fn matmul(&self, x: &Tensor<Self>, w: &Weight<Self>, dst: &mut Tensor<Self>) -> Result<()>;
+    /// dst_i = x · w_iᵀ for each (w_i, dst_i): matmuls sharing x (q, k, v; gate, up), which a
+    /// backend may run as one launch (cuda does for decode). By default, one `matmul` each.
+    fn matmuls(&self, x: &Tensor<Self>, parts: &mut [(&Weight<Self>, &mut Tensor<Self>)]) -> Result<()> {
+        parts.iter_mut().try_for_each(|(w, dst)| self.matmul(x, w, dst))
+    }
 
     // ---- embed ----------------------------------------------------------------------------
     /// dst[t, :] = table[ids[t], :]                ids: u32 [n_tokens, 1]; table: [vocab, d]

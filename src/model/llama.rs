@@ -36,9 +36,8 @@ impl<B: Backend> Llama<B> {
         for (layer, kv) in w.layers.iter().zip(cache.layers.iter_mut()) {
             // Attention block: x += W_o · attention(rope(W_q · norm(x)), cache ∪ rope(W_k · norm(x)), W_v · norm(x))
             be.rms_norm(&a.x, &layer.attn_norm, eps, &mut a.xb)?; // xb: [n_tokens, d_model]
-            be.matmul(&a.xb, &layer.w_q, &mut a.q)?; // q: [n_tokens, n_heads · head_dim]
-            be.matmul(&a.xb, &layer.w_k, &mut a.k)?; // k: [n_tokens, n_kv_heads · head_dim]
-            be.matmul(&a.xb, &layer.w_v, &mut a.v)?; // v: [n_tokens, n_kv_heads · head_dim]
+            // q: [n_tokens, n_heads · head_dim]; k, v: [n_tokens, n_kv_heads · head_dim]
+            be.matmuls(&a.xb, &mut [(&layer.w_q, &mut a.q), (&layer.w_k, &mut a.k), (&layer.w_v, &mut a.v)])?;
             if let (Some(b_q), Some(b_k), Some(b_v)) = (&layer.b_q, &layer.b_k, &layer.b_v) {
                 be.add_bias(&mut a.q, b_q)?;
                 be.add_bias(&mut a.k, b_k)?;
@@ -53,8 +52,8 @@ impl<B: Backend> Llama<B> {
 
             // Feed-forward block: x += W_down · (silu(W_gate · norm(x)) ⊙ W_up · norm(x))
             be.rms_norm(&a.x, &layer.ffn_norm, eps, &mut a.xb)?;
-            be.matmul(&a.xb, &layer.w_gate, &mut a.gate)?; // gate: [n_tokens, d_ff]
-            be.matmul(&a.xb, &layer.w_up, &mut a.up)?; // up: [n_tokens, d_ff]
+            // gate, up: [n_tokens, d_ff]
+            be.matmuls(&a.xb, &mut [(&layer.w_gate, &mut a.gate), (&layer.w_up, &mut a.up)])?;
             be.silu_mul(&a.gate, &a.up, &mut a.hidden_ff)?; // hidden_ff: [n_tokens, d_ff]
             be.matmul(&a.hidden_ff, &layer.w_down, &mut a.xb)?; // xb: [n_tokens, d_model]
             be.add_assign(&mut a.x, &a.xb)?;

@@ -8,7 +8,7 @@ use crate::cases::AttnCase;
 use crate::harness::{Rng, f32_tensor, random_weight, read_f32, upload};
 use crate::run::PagedAttention;
 
-fn assert_bits_eq(what: &str, batched: &[f32], single: &[f32]) {
+pub fn assert_bits_eq(what: &str, batched: &[f32], single: &[f32]) {
     assert_eq!(batched.len(), single.len(), "{what}: lengths differ");
     if let Some(i) = (0..batched.len()).find(|&i| batched[i].to_bits() != single[i].to_bits()) {
         panic!("{what}: element {i} differs: batched {:e}, one row at a time {:e}", batched[i], single[i]);

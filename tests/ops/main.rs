@@ -3,6 +3,7 @@
 //! per backend, so `cargo test --test ops cpu::matmul` runs exactly that family.
 
 mod cases;
+mod fused;
 mod harness;
 mod invariance;
 mod misuse;
@@ -57,6 +58,12 @@ macro_rules! op_suite {
             fn invariance_rms_norm() {
                 if let Some(b) = backend() {
                     crate::invariance::rms_norm(&*b)
+                }
+            }
+            #[test]
+            fn matmuls() {
+                if let Some(b) = backend() {
+                    crate::fused::matmuls(&*b)
                 }
             }
             #[test]

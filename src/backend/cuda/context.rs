@@ -119,11 +119,11 @@ impl Cuda {
         self.op_count.fetch_add(1, Ordering::Relaxed);
     }
 
-    /// Whether the q8 scratch holds the quantized planes of buffer `key`, written by the op just
-    /// before this one (so nothing has written x or the scratch since).
+    /// Whether the q8 scratch holds the quantized planes of buffer `key`, written by this op or
+    /// the one just before it (so nothing has written x or the scratch since).
     pub(super) fn q8_holds(&self, key: (u64, usize)) -> bool {
         let now = self.op_count.load(Ordering::Relaxed);
-        *lock(&self.q8_key) == Some((key, now.wrapping_sub(1)))
+        matches!(*lock(&self.q8_key), Some((k, op)) if k == key && now.wrapping_sub(op) <= 1)
     }
 
     /// Records that the current op left the planes of buffer `key` in the q8 scratch.

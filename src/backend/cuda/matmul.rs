@@ -28,18 +28,23 @@ pub fn label(x: &Tensor<Cuda>, w: &Weight<Cuda>) -> (String, u64) {
     (format!("matmul_{path} {} m{} n{} k{}", w.format.name(), x.rows, w.rows, w.cols), bytes as u64)
 }
 
+/// Profile row of a [`matmuls`] call: the first weight's row, with every weight's bytes.
+pub fn label_many(x: &Tensor<Cuda>, parts: &[Part]) -> (String, u64) {
+    let Some((w, _)) = parts.first() else { return ("matmuls (none)".into(), 0) };
+    let (name, _) = label(x, w);
+    let bytes = parts.iter().map(|(w, _)| label(x, w).1).sum();
+    (format!("{name} ×{}", parts.len()), bytes)
+}
+
+/// One matmul of a [`matmuls`] call: its weight and its output.
+pub type Part<'a, 'b> = (&'a Weight<Cuda>, &'b mut Tensor<Cuda>);
+
 pub fn matmul(cuda: &Cuda, x: &Tensor<Cuda>, w: &Weight<Cuda>, dst: &mut Tensor<Cuda>) -> Result<()> {
-    let (m, n, k) = (x.rows, w.rows, w.cols);
-    expect_shape("matmul", x, m, k)?;
-    expect_shape("matmul", dst, m, n)?;
-    if x.dtype != DType::F32 || dst.dtype != DType::F32 {
-        return Err(Error::InvalidArgument("matmul: x and dst must be f32".into()));
-    }
-    if m == 0 || n == 0 {
+    if !check(x, w, dst)? {
         return Ok(());
     }
-    if m <= VEC_MAX_M {
-        matmul_vec(cuda, x, w, dst)
+    if x.rows <= VEC_MAX_M {
+        matmul_vec(cuda, x, &mut [(w, dst)])
     } else if w.format.is_quantized() {
         matmul_mma(cuda, x, w, dst)
     } else {
@@ -47,8 +52,38 @@ pub fn matmul(cuda: &Cuda, x: &Tensor<Cuda>, w: &Weight<Cuda>, dst: &mut Tensor<
     }
 }
 
-fn matmul_vec(cuda: &Cuda, x: &Tensor<Cuda>, w: &Weight<Cuda>, dst: &mut Tensor<Cuda>) -> Result<()> {
+/// Several matmuls of one x: one GEMV launch for up to three weights of one format when
+/// m ≤ 8 (decode: q, k, v in one launch, gate and up in another), else one by one.
+pub fn matmuls(cuda: &Cuda, x: &Tensor<Cuda>, parts: &mut [Part]) -> Result<()> {
+    let format = parts.first().map(|(w, _)| w.format);
+    let fused = x.rows <= VEC_MAX_M && parts.len() <= 3 && parts.iter().all(|(w, _)| Some(w.format) == format);
+    if !fused {
+        return parts.iter_mut().try_for_each(|(w, dst)| matmul(cuda, x, w, dst));
+    }
+    let mut live = Vec::with_capacity(parts.len());
+    for (w, dst) in parts.iter_mut() {
+        if check(x, w, dst)? {
+            live.push((*w, &mut **dst));
+        }
+    }
+    if live.is_empty() { Ok(()) } else { matmul_vec(cuda, x, &mut live) }
+}
+
+/// Shapes and dtypes of one matmul; false when there is nothing to compute.
+fn check(x: &Tensor<Cuda>, w: &Weight<Cuda>, dst: &Tensor<Cuda>) -> Result<bool> {
     let (m, n, k) = (x.rows, w.rows, w.cols);
+    expect_shape("matmul", x, m, k)?;
+    expect_shape("matmul", dst, m, n)?;
+    if x.dtype != DType::F32 || dst.dtype != DType::F32 {
+        return Err(Error::InvalidArgument("matmul: x and dst must be f32".into()));
+    }
+    Ok(m > 0 && n > 0)
+}
+
+/// m ≤ 8: the GEMV kernels, for 1–3 weights of one format and width that share x (`parts`).
+fn matmul_vec(cuda: &Cuda, x: &Tensor<Cuda>, parts: &mut [Part]) -> Result<()> {
+    let (m, k) = (x.rows, x.cols);
+    let format = parts[0].0.format;
     let (entry, per_launch) = match m {
         1 => ("matmul_vec_m1", 1),
         2 => ("matmul_vec_m2", 2),
@@ -56,35 +91,44 @@ fn matmul_vec(cuda: &Cuda, x: &Tensor<Cuda>, w: &Weight<Cuda>, dst: &mut Tensor<
         _ => ("matmul_vec_m8", 8),
     };
     // Lanes per output row: the largest power of two ≤ the lane work items (blocks or values), ≤ 32.
-    let items = if w.format.is_quantized() { k / 32 } else { k };
+    let items = if format.is_quantized() { k / 32 } else { k };
     let group = (1u32 << (usize::BITS - 1 - items.max(1).leading_zeros())).min(32);
     let rows_per_block = (VEC_THREADS / 32) * (32 / group);
+    let n: Vec<u32> = (0..3).map(|i| parts.get(i).map_or(0, |(w, _)| w.rows as u32)).collect();
+    let blocks: u32 = n.iter().map(|n| n.div_ceil(rows_per_block)).sum();
     let cfg = LaunchConfig {
-        grid_dim: ((n as u32).div_ceil(rows_per_block), m.div_ceil(per_launch) as u32, 1),
+        grid_dim: (blocks, m.div_ceil(per_launch) as u32, 1),
         block_dim: (VEC_THREADS, 1, 1),
         shared_mem_bytes: 0,
     };
-    let (m32, n32, k32) = (m as u32, n as u32, k as u32);
-    let f = cuda.function(Module::Matmul(w.format), entry)?;
-    let s = &w.storage;
-    if !w.format.is_quantized() {
+    let (m32, k32) = (m as u32, k as u32);
+    let f = cuda.function(Module::Matmul(format), entry)?;
+    let launch = |xq: u64, xds: u64, parts: &mut [Part]| -> Result<()> {
         let mut l = cuda.stream.launch_builder(&f);
-        l.arg(&s.qs).arg(&s.qh).arg(&s.dm).arg(&x.buf.dev).arg(&x.buf.dev).arg(&mut dst.buf.dev);
-        l.arg(&m32).arg(&n32).arg(&k32).arg(&group);
-        // SAFETY: arguments match matmul_vec_mM in cuda/matmul.cu; float weights read qs only
-        // (n · k values), x holds m · k floats (also passed, unused, as xds), dst m · n floats.
-        unsafe { l.launch(cfg) }.map_err(driver)?;
-        return Ok(());
-    }
-    with_q8_1(cuda, x, |xq, xds| {
-        let mut l = cuda.stream.launch_builder(&f);
-        l.arg(&s.qs).arg(&s.qh).arg(&s.dm).arg(xq).arg(xds).arg(&mut dst.buf.dev);
-        l.arg(&m32).arg(&n32).arg(&k32).arg(&group);
-        // SAFETY: arguments match matmul_vec_mM in cuda/matmul.cu; the weight arrays hold n · k / 32
-        // blocks (qs 16-byte aligned), xq/xds as with_q8_1 wrote them, dst m · n floats.
+        let first = parts[0].0;
+        let mut rest = parts.iter_mut();
+        for n_i in &n {
+            match rest.next() {
+                Some((w, dst)) => l.arg(&w.storage.qs).arg(&w.storage.qh).arg(&w.storage.dm).arg(&mut dst.buf.dev),
+                // An unused part: n = 0, so no block reads these pointers.
+                None => l.arg(&first.storage.qs).arg(&first.storage.qh).arg(&first.storage.dm).arg(&first.storage.qs),
+            };
+            l.arg(n_i);
+        }
+        l.arg(&xq).arg(&xds).arg(&m32).arg(&k32).arg(&group);
+        // SAFETY: arguments match matmul_vec_mM in cuda/matmul.cu; each used part's weight arrays
+        // hold n_i · k values or k / 32 blocks per row (qs 16-byte aligned) and its dst m · n_i floats
+        // (checked by `check`); xq, xds point at x (m · k floats) or at the planes with_q8_1 wrote,
+        // which stay alive and untouched until the launch is queued.
         unsafe { l.launch(cfg) }.map_err(driver)?;
         Ok(())
-    })
+    };
+    if !format.is_quantized() {
+        // Float weights read x directly (also passed, unused, as xds).
+        let xf = x.buf.dev.device_ptr(&cuda.stream).0;
+        return launch(xf, xf, parts);
+    }
+    with_q8_1(cuda, x, |xq, xds| launch(xq.device_ptr(&cuda.stream).0, xds.device_ptr(&cuda.stream).0, parts))
 }
 
 /// Quantizes x [m, k] into the q8 scratch — two int8 planes [2][m][k], then (d, d·Σq) pairs

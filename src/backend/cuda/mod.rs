@@ -70,6 +70,10 @@ impl Backend for Cuda {
     fn matmul(&self, x: &Tensor<Self>, w: &Weight<Self>, dst: &mut Tensor<Self>) -> Result<()> {
         self.op(|| matmul::label(x, w), || matmul::matmul(self, x, w, dst))
     }
+    fn matmuls(&self, x: &Tensor<Self>, parts: &mut [(&Weight<Self>, &mut Tensor<Self>)]) -> Result<()> {
+        let label = self.profiler.as_ref().map(|_| matmul::label_many(x, parts)).unwrap_or_default();
+        self.op(|| label, || matmul::matmuls(self, x, parts))
+    }
     fn embed(&self, table: &Weight<Self>, ids: &Tensor<Self>, dst: &mut Tensor<Self>) -> Result<()> {
         self.op(|| ("embed".into(), 0), || embed::embed(self, table, ids, dst))
     }
