@@ -97,8 +97,8 @@ macro_rules! serving_suite {
     };
 }
 
-serving_suite!(cpu, "cpu", "", Ok::<_, ultra::Error>(ultra::Cpu::new()), exact: true, real: |_| true);
+serving_suite!(cpu, "cpu", "", Ok::<_, ultra::Error>(ultra::Cpu::new()), exact: |_| true, real: |_| true);
 #[cfg(feature = "wgpu")]
-serving_suite!(wgpu, "wgpu", "ULTRA_REQUIRE_WGPU", ultra::Wgpu::new(), exact: true, real: |b: &ultra::Wgpu| !b.is_software());
+serving_suite!(wgpu, "wgpu", "ULTRA_REQUIRE_WGPU", ultra::Wgpu::new(), exact: |b: &ultra::Wgpu| b.is_batch_invariant(), real: |b: &ultra::Wgpu| !b.is_software());
 #[cfg(feature = "cuda")]
-serving_suite!(cuda, "CUDA", "ULTRA_REQUIRE_CUDA", ultra::Cuda::new(0), exact: false, real: |_| true);
+serving_suite!(cuda, "CUDA", "ULTRA_REQUIRE_CUDA", ultra::Cuda::new(0), exact: |_| false, real: |_| true);

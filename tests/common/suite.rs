@@ -101,7 +101,8 @@ impl<B: Backend> SuiteModel<B> {
 }
 
 /// Defines `mod $name` with one #[test] per listed suite function, each given the backend's
-/// SuiteModel; a missing device skips loudly (or fails under `$require=1`).
+/// SuiteModel; a missing device skips loudly (or fails under `$require=1`). `exact` and `real`
+/// ask the backend made: whether it is batch-invariant, whether to run the reference model.
 #[macro_export]
 macro_rules! backend_suite {
     ($name:ident, $what:literal, $require:literal, $make:expr, exact: $exact:expr, real: $real:expr, [$($test:ident),* $(,)?]) => {
@@ -111,9 +112,9 @@ macro_rules! backend_suite {
             fn model() -> Option<$crate::common::suite::SuiteModel<impl ultra::Backend>> {
                 match $make {
                     Ok(b) => {
-                        let real: fn(&_) -> bool = $real;
-                        let r = real(&b);
-                        Some($crate::common::suite::SuiteModel::load(b, $exact, r))
+                        let (exact, real): (fn(&_) -> bool, fn(&_) -> bool) = ($exact, $real);
+                        let (e, r) = (exact(&b), real(&b));
+                        Some($crate::common::suite::SuiteModel::load(b, e, r))
                     }
                     Err(e) => {
                         let msg = format!("SKIPPED: no {} device: {e}", $what);

@@ -20,10 +20,29 @@ macro_rules! family_tests {
 /// One module of tests per backend. The backend is made once per suite and shared (a device per
 /// test made the H200 run crawl: 34 Vulkan devices, each compiling its own pipelines, on 16 test
 /// threads); tests of one suite take turns through a lock, so one test's failure report never
-/// mixes with another's work and a GPU suite keeps one command stream.
+/// mixes with another's work and a GPU suite keeps one command stream. The batch-invariance
+/// checks run on `invariance:` — `same` backend, or a second one made to keep the promise (wgpu's
+/// default tiled prefill matmul does not) — with `matmul_rows` rows in the matmul check.
 macro_rules! op_suite {
-    ($backend:ident: $ty:ty => $make:expr) => {
+    ($backend:ident: $ty:ty => $make:expr, invariance: same, matmul_rows: $m:expr) => {
+        op_suite!(@suite $backend: $ty => $make, $m,
+            fn invariant_backend() -> Option<MutexGuard<'static, $ty>> {
+                backend()
+            }
+        );
+    };
+    ($backend:ident: $ty:ty => $make:expr, invariance: $inv:expr, matmul_rows: $m:expr) => {
+        op_suite!(@suite $backend: $ty => $make, $m,
+            fn invariant_backend() -> Option<MutexGuard<'static, $ty>> {
+                static INVARIANT: OnceLock<Option<Mutex<$ty>>> = OnceLock::new();
+                let made = INVARIANT.get_or_init(|| $inv.map(Mutex::new)).as_ref()?;
+                Some(made.lock().unwrap_or_else(|p| p.into_inner()))
+            }
+        );
+    };
+    (@suite $backend:ident: $ty:ty => $make:expr, $m:expr, $invariant_backend:item) => {
         mod $backend {
+            #[allow(unused_imports)]
             use std::sync::{Mutex, MutexGuard, OnceLock};
 
             static BACKEND: OnceLock<Option<Mutex<$ty>>> = OnceLock::new();
@@ -34,6 +53,9 @@ macro_rules! op_suite {
                 // A failed test poisons the lock; the backend itself is still usable.
                 Some(made.lock().unwrap_or_else(|p| p.into_inner()))
             }
+
+            /// The backend the invariance checks run on.
+            $invariant_backend
 
             family_tests! {
                 matmul => Matmul, embed => Embed, rms_norm => RmsNorm, rope => Rope,
@@ -50,13 +72,13 @@ macro_rules! op_suite {
             }
             #[test]
             fn invariance_matmul() {
-                if let Some(b) = backend() {
-                    crate::invariance::matmul(&*b)
+                if let Some(b) = invariant_backend() {
+                    crate::invariance::matmul(&*b, $m)
                 }
             }
             #[test]
             fn invariance_rms_norm() {
-                if let Some(b) = backend() {
+                if let Some(b) = invariant_backend() {
                     crate::invariance::rms_norm(&*b)
                 }
             }
@@ -68,7 +90,7 @@ macro_rules! op_suite {
             }
             #[test]
             fn invariance_attention() {
-                if let Some(b) = backend() {
+                if let Some(b) = invariant_backend() {
                     crate::invariance::attention(&*b)
                 }
             }
@@ -76,14 +98,21 @@ macro_rules! op_suite {
     };
 }
 
-op_suite!(cpu: ultra::Cpu => Some(ultra::Cpu::new()));
+op_suite!(cpu: ultra::Cpu => Some(ultra::Cpu::new()), invariance: same, matmul_rows: 70);
+// wgpu keeps batch invariance only with Options::batch_invariant (ULTRA_WGPU_BATCH_INVARIANT=1):
+// 70 rows cover the m ≥ 32 range that otherwise runs the tiled matmul.
 #[cfg(feature = "wgpu")]
-op_suite!(wgpu: ultra::Wgpu => crate::harness::or_skip("wgpu", "ULTRA_REQUIRE_WGPU", ultra::Wgpu::with_options(ultra::backend::wgpu::Options::from_env())));
+op_suite!(wgpu: ultra::Wgpu => crate::harness::or_skip("wgpu", "ULTRA_REQUIRE_WGPU", ultra::Wgpu::with_options(ultra::backend::wgpu::Options::from_env())),
+    invariance: crate::harness::or_skip("wgpu", "ULTRA_REQUIRE_WGPU", ultra::Wgpu::with_options(ultra::backend::wgpu::Options::from_env().invariant())),
+    matmul_rows: 70);
 // The fallback kernels (no subgroups, no f16), as `ULTRA_WGPU_DISABLE=subgroups,f16` selects.
 #[cfg(feature = "wgpu")]
-op_suite!(wgpu_fallbacks: ultra::Wgpu => crate::harness::or_skip("wgpu", "ULTRA_REQUIRE_WGPU", ultra::Wgpu::with_options(ultra::backend::wgpu::Options::fallbacks())));
+op_suite!(wgpu_fallbacks: ultra::Wgpu => crate::harness::or_skip("wgpu", "ULTRA_REQUIRE_WGPU", ultra::Wgpu::with_options(ultra::backend::wgpu::Options::fallbacks())),
+    invariance: crate::harness::or_skip("wgpu", "ULTRA_REQUIRE_WGPU", ultra::Wgpu::with_options(ultra::backend::wgpu::Options::fallbacks().invariant())),
+    matmul_rows: 70);
+// cuda is not batch-invariant past m = 8 (int8 GEMV below, f16 tensor cores above): 7 rows.
 #[cfg(feature = "cuda")]
-op_suite!(cuda: ultra::Cuda => crate::harness::or_skip("CUDA", "ULTRA_REQUIRE_CUDA", ultra::Cuda::new(0)));
+op_suite!(cuda: ultra::Cuda => crate::harness::or_skip("CUDA", "ULTRA_REQUIRE_CUDA", ultra::Cuda::new(0)), invariance: same, matmul_rows: 7);
 
 /// Every family has cases (a new family without rows fails here, not silently).
 #[test]

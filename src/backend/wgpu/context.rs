@@ -25,24 +25,35 @@ const MAX_BINDINGS: usize = 8;
 /// How long `wait` lets the device run before calling it hung (an error, never a stall).
 const WAIT_LIMIT: std::time::Duration = std::time::Duration::from_secs(120);
 
-/// Which optional device features to leave unused (`ULTRA_WGPU_DISABLE=subgroups,f16`).
+/// Which optional device features to leave unused (`ULTRA_WGPU_DISABLE=subgroups,f16`), and
+/// whether to keep the batch-invariance promise (`ULTRA_WGPU_BATCH_INVARIANT=1`).
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
 pub struct Options {
     pub disable_subgroups: bool,
     pub disable_f16: bool,
+    /// Run every matmul through the GEMV kernels, whose per-row order does not depend on m, so a
+    /// row's result is bit-identical whatever the batch (prefill is several times slower).
+    pub batch_invariant: bool,
 }
 
 impl Options {
-    /// Options from `ULTRA_WGPU_DISABLE` (a comma-separated list of `subgroups`, `f16`).
+    /// Options from `ULTRA_WGPU_DISABLE` (a comma-separated list of `subgroups`, `f16`) and
+    /// `ULTRA_WGPU_BATCH_INVARIANT` (`1` to keep batch invariance).
     pub fn from_env() -> Options {
         let list = std::env::var("ULTRA_WGPU_DISABLE").unwrap_or_default();
         let has = |w: &str| list.split(',').any(|x| x.trim().eq_ignore_ascii_case(w));
-        Options { disable_subgroups: has("subgroups"), disable_f16: has("f16") }
+        let batch_invariant = std::env::var("ULTRA_WGPU_BATCH_INVARIANT").as_deref() == Ok("1");
+        Options { disable_subgroups: has("subgroups"), disable_f16: has("f16"), batch_invariant }
     }
 
     /// Every optional feature off: the fallback kernels.
     pub fn fallbacks() -> Options {
-        Options { disable_subgroups: true, disable_f16: true }
+        Options { disable_subgroups: true, disable_f16: true, batch_invariant: false }
+    }
+
+    /// These options with batch invariance kept.
+    pub fn invariant(self) -> Options {
+        Options { batch_invariant: true, ..self }
     }
 }
 
@@ -94,6 +105,8 @@ pub struct Context {
     /// Subgroup size when subgroup kernels are in use (fixed size, enabled, not disabled).
     pub(crate) subgroup_size: Option<u32>,
     pub(crate) f16: bool,
+    /// Options::batch_invariant: matmul never takes the tiled path.
+    pub(crate) batch_invariant: bool,
     arena: wgpu::Buffer,
     arena_stride: u64,
     pipelines: Mutex<HashMap<Variant, Arc<Compiled>>>,
@@ -203,6 +216,7 @@ impl Context {
             queue,
             info,
             f16: features.contains(wgpu::Features::SHADER_F16),
+            batch_invariant: options.batch_invariant,
             limits,
             subgroup_size,
             arena,

@@ -1,6 +1,7 @@
 //! Every wgpu kernel: its stem (the file `shaders/<stem>.wgsl` and its entry point), its bindings,
 //! and how its source is assembled. Weight-reading kernels join a per-format block decoder
-//! (`decode_<format>.wgsl`) to their body; matmul joins the reduction it was built with.
+//! (`decode_<format>.wgsl`) to their body; matmul joins the reduction it was built with,
+//! matmul_tiled the K step of its arithmetic (`tile32_f32.wgsl` or `tile32_f16.wgsl`).
 
 use crate::quant::Format;
 
@@ -32,6 +33,7 @@ macro_rules! kernels {
 kernels! {
     Matmul => "matmul", [R, R, W];
     MatmulVec => "matmul_vec", [R, R, W];
+    MatmulTiled => "matmul_tiled", [R, R, W];
     Embed => "embed", [R, R, W];
     RmsNorm => "rms_norm", [R, R, W];
     Rope => "rope", [W, R];
@@ -59,9 +61,10 @@ pub struct Variant {
     pub subgroups: bool,
     /// GEMV only: threads per output row.
     pub tpr: u32,
-    /// GEMV only: rows of x per workgroup (each decoded weight is reused this many times).
+    /// Matmuls: rows of x per workgroup (each decoded weight is reused this many times); for
+    /// matmul_tiled the tile side (BM = BN).
     pub mb: u32,
-    /// matmul_vec only: per-block products in f16 (`dot32_f16.wgsl`; needs SHADER_F16).
+    /// matmul_vec, matmul_tiled: per-block products in f16 (needs SHADER_F16).
     pub f16: bool,
 }
 
@@ -77,7 +80,12 @@ impl Variant {
         }
         if matches!(self.kernel, Kernel::Matmul | Kernel::MatmulVec) {
             s += &format!("_tpr{}_mb{}{}", self.tpr, self.mb, if self.subgroups { "_subgroup" } else { "" });
-            s += if self.f16 { "_f16" } else { "" };
+        }
+        if self.kernel == Kernel::MatmulTiled {
+            s += &format!("_bm{}", self.mb);
+        }
+        if self.f16 {
+            s += "_f16";
         }
         s
     }
@@ -95,6 +103,10 @@ impl Variant {
             let format = self.format.expect("matmul_vec has a format");
             src += if self.f16 { shader!("dot32_f16") } else { shader!("dot32_f32") };
             return src + decoder32(format) + self.kernel.body();
+        }
+        if self.kernel == Kernel::MatmulTiled {
+            src += &format!("const BM: u32 = {0}u;\nconst BN: u32 = {0}u;\n", self.mb);
+            src += if self.f16 { shader!("tile32_f16") } else { shader!("tile32_f32") };
         }
         if let Some(format) = self.format {
             src += shader!("common");
@@ -127,6 +139,15 @@ impl Variant {
                         }
                     }
                 }
+                Kernel::MatmulTiled => {
+                    for format in Format::ALL {
+                        for mb in TILED_SIDES {
+                            for f16 in [false, true].into_iter().filter(|&h| !h || format.is_quantized()) {
+                                out.push(Variant { kernel, format: Some(format), mb, f16, ..Variant::plain(kernel) });
+                            }
+                        }
+                    }
+                }
                 Kernel::Embed => out.extend(Format::ALL.map(|f| Variant { format: Some(f), ..Variant::plain(kernel) })),
                 _ => out.push(Variant::plain(kernel)),
             }
@@ -137,6 +158,9 @@ impl Variant {
 
 /// Threads per workgroup of matmul_vec (teams of TPR lanes, four weight rows per team).
 pub const VEC_WG: u32 = 128;
+
+/// Tile sides of matmul_tiled (BM = BN; 256 threads, 4 × 4 or 8 × 8 outputs each).
+pub const TILED_SIDES: [u32; 2] = [64, 128];
 
 /// The whole-block decoder of a quantized format, for matmul_vec.
 fn decoder32(format: Format) -> &'static str {
@@ -167,6 +191,7 @@ fn decoder(format: Format) -> &'static str {
 pub const FILES: &[&str] = &[
     "matmul",
     "matmul_vec",
+    "matmul_tiled",
     "embed",
     "rms_norm",
     "rope",
@@ -201,4 +226,6 @@ pub const FILES: &[&str] = &[
     "decode32_q8_0",
     "dot32_f32",
     "dot32_f16",
+    "tile32_f32",
+    "tile32_f16",
 ];

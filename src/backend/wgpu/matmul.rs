@@ -1,21 +1,43 @@
-//! Matmul: fused dequantize + matrix-vector products. Quantized weights run `matmul_vec.wgsl`
-//! (whole blocks per lane, four weight rows per subgroup team); float weights `matmul.wgsl`
-//! (8-value groups per lane). Decode (m = 1) runs one row of x per workgroup; larger batches run
-//! MB_BATCH rows per workgroup so each loaded weight is reused MB_BATCH times. Every lane sums in
-//! the same order in both, so a row's result is bit-identical whatever the batch (the trait's
-//! batch-invariance promise). With SHADER_F16 (unless `ULTRA_WGPU_DISABLE=f16`) matmul_vec forms
-//! each block's products in f16 and accumulates across blocks in f32; the f16 choice depends on
-//! the device only, never on m, so invariance holds on either path.
+//! Matmul: fused dequantize + matrix products, three kernels.
+//!
+//! - m ≥ TILED_MIN_M (prefill, large decode batches, long verifies): `matmul_tiled.wgsl`, a
+//!   shared-memory SGEMM. Each workgroup owns a BM × BN output tile (64 × 64, or 128 × 128 when
+//!   that still gives LARGE_MIN_GROUPS workgroups and fits the adapter's workgroup memory), and
+//!   per K step of 32 (one quant block) decodes a BN × 32 weight slab and loads a BM × 32 x slab
+//!   into workgroup memory, from which 256 threads accumulate 4 × 4 (8 × 8) register tiles. Each
+//!   decoded weight serves BM rows of x instead of the GEMV's 8. With SHADER_F16 (unless
+//!   `ULTRA_WGPU_DISABLE=f16`) quantized weights use f16 slabs and per-block f16 products
+//!   (`tile32_f16.wgsl`); float weights always run f32 (`tile32_f32.wgsl`).
+//! - smaller m: GEMV kernels. Quantized weights run `matmul_vec.wgsl` (whole blocks per lane, four
+//!   weight rows per subgroup team); float weights `matmul.wgsl` (8-value groups per lane). Decode
+//!   (m = 1) runs one row of x per workgroup, larger batches MB_BATCH rows per workgroup. Every
+//!   lane sums in the same order in both, so their results do not depend on m.
+//!
+//! Batch invariance: the tiled kernel sums each output in its own order (one chain over k), which
+//! is the same for every m ≥ TILED_MIN_M but not the GEMV's (k split across lanes, then a tree), so
+//! by default a row's result can change in the last bits when its batch crosses TILED_MIN_M and
+//! wgpu is not batch-invariant. `Options::batch_invariant` (`ULTRA_WGPU_BATCH_INVARIANT=1`) keeps
+//! the GEMV kernels for every m: bit-identical rows whatever the batch (the trait's promise), at
+//! the GEMV's prefill speed. The f16 choice depends on the device only, never on m.
 
 use super::Wgpu;
-use super::kernels::{Kernel, VEC_WG, Variant};
+use super::kernels::{Kernel, TILED_SIDES, VEC_WG, Variant};
 use crate::backend::{DType, Tensor, Weight, expect_shape};
 use crate::error::Result;
+use crate::quant::Format;
 
-/// Rows of x per workgroup for m > 1.
+/// Rows of x per workgroup for 1 < m < TILED_MIN_M.
 const MB_BATCH: u32 = 8;
 /// Threads per output row when reducing through workgroup memory.
 const SHARED_TPR: u32 = 32;
+/// Smallest m for the tiled kernel: below it a 64-row tile would be mostly padding, and the GEMV
+/// already reuses each weight for up to MB_BATCH rows.
+const TILED_MIN_M: usize = 32;
+/// Workgroups the 128 × 128 tile must still fill (about one per SM of a large GPU); with fewer,
+/// 64 × 64 tiles keep more of the device busy (SmolLM2's 576-wide matrices at m = 512: 72 tiles of 64, 20 of 128).
+const LARGE_MIN_GROUPS: usize = 128;
+/// Threads of a matmul_tiled workgroup (16 × 16).
+const TILED_THREADS: u32 = 256;
 
 pub fn matmul(be: &Wgpu, x: &Tensor<Wgpu>, w: &Weight<Wgpu>, dst: &mut Tensor<Wgpu>) -> Result<()> {
     let (m, k, n) = (x.rows, w.cols, w.rows);
@@ -24,6 +46,12 @@ pub fn matmul(be: &Wgpu, x: &Tensor<Wgpu>, w: &Weight<Wgpu>, dst: &mut Tensor<Wg
     be.expect_dtypes("matmul", &[(x, DType::F32), (dst, DType::F32)])?;
     let info = w.storage.info;
     let params = [info[0], info[1], info[2], info[3], m as u32, n as u32];
+    let bufs = [&w.storage.buf, &x.buf, &dst.buf];
+    if let Some(v) = tiled(be, w.format, m, n) {
+        let side = v.mb as usize;
+        let groups = [n.div_ceil(side) as u32, m.div_ceil(side) as u32, 1];
+        return be.ctx.dispatch(v, &bufs, &params, groups);
+    }
     let (subgroups, tpr) = match be.ctx.subgroup_size {
         Some(size) => (true, size),
         None => (false, SHARED_TPR),
@@ -34,10 +62,34 @@ pub fn matmul(be: &Wgpu, x: &Tensor<Wgpu>, w: &Weight<Wgpu>, dst: &mut Tensor<Wg
         let v = Variant { kernel: Kernel::MatmulVec, format: Some(w.format), subgroups, tpr, mb, f16: be.ctx.f16 };
         let rows_per_group = (VEC_WG / tpr * 4) as usize;
         let groups = [n.div_ceil(rows_per_group) as u32, m.div_ceil(mb as usize) as u32, 1];
-        return be.ctx.dispatch(v, &[&w.storage.buf, &x.buf, &dst.buf], &params, groups);
+        return be.ctx.dispatch(v, &bufs, &params, groups);
     }
     let v = Variant { kernel: Kernel::Matmul, format: Some(w.format), subgroups, tpr, mb, f16: false };
     let rows_per_group = 256 / tpr as usize;
     let groups = [n.div_ceil(rows_per_group) as u32, m.div_ceil(mb as usize) as u32, 1];
-    be.ctx.dispatch(v, &[&w.storage.buf, &x.buf, &dst.buf], &params, groups)
+    be.ctx.dispatch(v, &bufs, &params, groups)
+}
+
+/// The matmul_tiled variant for this call, or None for the GEMV path (small m, batch-invariant
+/// mode, or an adapter whose limits fit no tile).
+fn tiled(be: &Wgpu, format: Format, m: usize, n: usize) -> Option<Variant> {
+    let limits = &be.ctx.limits;
+    if m < TILED_MIN_M
+        || be.ctx.batch_invariant
+        || limits.max_compute_workgroup_size_x < TILED_THREADS
+        || limits.max_compute_invocations_per_workgroup < TILED_THREADS
+    {
+        return None;
+    }
+    let f16 = be.ctx.f16 && format.is_quantized();
+    // Both slabs: (BM + BN) × 32 values of 4 (f32) or 2 (f16) bytes.
+    let fits = |side: u32| 2 * side * 32 * if f16 { 2 } else { 4 } <= limits.max_compute_workgroup_storage_size;
+    let busy = |side: usize| m.div_ceil(side) * n.div_ceil(side) >= LARGE_MIN_GROUPS;
+    let [small, large] = TILED_SIDES;
+    let mb = match (fits(large) && busy(large as usize), fits(small)) {
+        (true, _) => large,
+        (false, true) => small,
+        (false, false) => return None,
+    };
+    Some(Variant { kernel: Kernel::MatmulTiled, format: Some(format), mb, f16, ..Variant::plain(Kernel::MatmulTiled) })
 }

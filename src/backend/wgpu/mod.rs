@@ -44,6 +44,12 @@ impl Wgpu {
         self.ctx.info.device_type == wgpu::DeviceType::Cpu
     }
 
+    /// Whether a row's results are bit-identical whatever the batch (`Options::batch_invariant`;
+    /// by default prefill-sized matmuls run the tiled kernel, whose order differs from the GEMV's).
+    pub fn is_batch_invariant(&self) -> bool {
+        self.ctx.batch_invariant
+    }
+
     /// Whether subgroup kernels are in use (the subgroup size) and f16 is enabled.
     pub fn knobs(&self) -> (Option<u32>, bool) {
         (self.ctx.subgroup_size, self.ctx.f16)
@@ -79,9 +85,17 @@ impl Wgpu {
             format!(
                 "shader f16: {}",
                 if self.ctx.f16 {
-                    "yes (quantized matmul_vec: f16 products per block, f32 accumulation)"
+                    "yes (quantized matmul_vec and matmul_tiled: f16 products per block, f32 accumulation)"
                 } else {
                     "no"
+                }
+            ),
+            format!(
+                "batch-invariant: {}",
+                if self.ctx.batch_invariant {
+                    "yes (ULTRA_WGPU_BATCH_INVARIANT=1: GEMV matmuls for every m)"
+                } else {
+                    "no (m ≥ 32 runs the tiled matmul; ULTRA_WGPU_BATCH_INVARIANT=1 to keep it)"
                 }
             ),
             format!("max buffer: {} MiB", l.max_buffer_size >> 20),
