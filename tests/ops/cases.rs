@@ -244,5 +244,13 @@ pub fn all() -> Vec<Case> {
     cases.push(attn(&[300, 9], &[2, 9], (2, 2), 128, 7)); // MHA, block size not a power of two
     cases.push(attn(&[13], &[13], (6, 2), 64, 1)); // one slot per block
     cases.push(attn(&[300], &[37], (4, 2), 128, 16)); // one prompt's tail across a chunk edge (wgpu: tiled)
+    // wgpu folds chunks of 32 positions; split-K for few queries per sequence, tiled for ≥ 8 on average.
+    cases.push(attn(&[1, 31, 32, 33, 63, 64, 65, 300, 1000], &[1; 9], (9, 3), 64, 16)); // decode around chunk edges
+    cases.push(attn(&[1, 65, 1000], &[1, 1, 1], (8, 2), 128, 16)); // decode, GQA 4, head_dim 128
+    cases.push(attn(&[1000], &[40], (8, 2), 128, 16)); // prefill chunk from mid-sequence (wgpu: tiled)
+    cases.push(attn(&[129], &[129], (2, 2), 32, 5)); // whole prompt, MHA (wgpu: tiled)
+    // Mixed batches: prefill chunks beside decodes, tokens shuffled (wgpu tiled: tiles span sequences).
+    cases.push(attn(&[100, 1, 65, 33, 500], &[40, 1, 1, 33, 1], (9, 3), 64, 16));
+    cases.push(attn(&[70, 40, 300], &[3, 1, 2], (8, 2), 128, 8)); // speculative verify beside decode (split-K)
     cases
 }

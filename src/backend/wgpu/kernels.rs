@@ -1,6 +1,8 @@
 //! Every wgpu kernel: its stem (the file `shaders/<stem>.wgsl` and its entry point), its bindings,
 //! and how its source is assembled. Weight-reading kernels join a per-format block decoder
-//! (`decode_<format>.wgsl`) to their body; matmul joins the reduction it was built with.
+//! (`decode_<format>.wgsl`) to their body; matmul joins the reduction it was built with; the
+//! attention kernels join the chunk routine and the softmax fold they share (`attention_chunk`,
+//! `attention_fold`), which is what keeps split-K and tiled attention bit-identical.
 
 use crate::quant::Format;
 
@@ -44,7 +46,7 @@ kernels! {
     CopySlots => "copy_slots", [R, W];
     Attention => "attention", [R, R, R, R, R, R, W];
     AttentionTiled => "attention_tiled", [R, R, R, R, R, R, W];
-    AttentionCombine => "attention_combine", [R, W];
+    AttentionCombine => "attention_combine", [R, R, W];
     Argmax => "argmax", [R, W];
 }
 
@@ -101,6 +103,12 @@ impl Variant {
         }
         if matches!(self.kernel, Kernel::Rope | Kernel::RmsNormRope) {
             src += shader!("rope_common");
+        }
+        if matches!(self.kernel, Kernel::Attention | Kernel::AttentionTiled | Kernel::AttentionCombine) {
+            src += shader!("attention_fold");
+        }
+        if matches!(self.kernel, Kernel::Attention | Kernel::AttentionTiled) {
+            src += shader!("attention_chunk");
         }
         src + self.kernel.body()
     }
@@ -179,6 +187,8 @@ pub const FILES: &[&str] = &[
     "attention",
     "attention_tiled",
     "attention_combine",
+    "attention_chunk",
+    "attention_fold",
     "argmax",
     "common",
     "rope_common",
