@@ -94,7 +94,7 @@ pub fn attention(
 ) -> Result<()> {
     let (n_tokens, hd) = (q.rows, shape.head_dim);
     let unsupported = |detail: String| Error::Unsupported { op: "attention", backend: "wgpu", detail };
-    if hd == 0 || hd > 256 || hd % 4 != 0 {
+    if hd == 0 || hd > 256 || !hd.is_multiple_of(4) {
         return Err(unsupported(format!("head_dim {hd} (a multiple of 4, at most 256)")));
     }
     if shape.n_kv_heads == 0 || shape.n_heads % shape.n_kv_heads != 0 {
@@ -185,7 +185,7 @@ impl Plan {
 /// The most heads of one GQA group (a divisor of `group`) that fit a workgroup's `rows` query rows
 /// and `qv` vec4s of staged queries.
 fn heads_per_workgroup(group: usize, hd4: usize, rows: usize, qv: usize) -> usize {
-    (1..=group).rev().find(|&d| group % d == 0 && d <= rows && d * hd4 <= qv).unwrap_or(1)
+    (1..=group).rev().find(|&d| group.is_multiple_of(d) && d <= rows && d * hd4 <= qv).unwrap_or(1)
 }
 
 /// Checks the batch's indices on the host copies of its tensors (see `backend::check`).
