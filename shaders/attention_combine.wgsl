@@ -1,37 +1,31 @@
-// attention_combine  split-K flash decoding, pass 2: dst[t, h, d] = Σ_c e^(m_c - M) o_c[d] / Σ_c e^(m_c - M) l_c
-// Layout             part: [n_tokens, n_heads, n_chunks, hd + 2] = (m, l, o[hd]); dst: [n_tokens, n_heads · hd]
-// Launch             grid (n_heads, n_tokens); 64 threads, one output dimension each (strided)
-// Numerics           f32; chunks in a fixed order; a token with no keys (l = 0) gets zeros
+// attention_combine  split-K decoding, pass 2: dst[t, h] = the fold of chunks c = 0 ..= pos[t] / CHUNK of part[t, h]
+// Layout             part: vec4 [n_tokens, n_heads, n_chunks, hd/4 + 1] = ((m, l, 0, 0), o[hd/4]); pos: u32 [n_tokens];
+//                    dst: vec4 [n_tokens, n_heads · hd/4]
+// Launch             grid (n_heads, n_tokens); 64 threads, one vec4 column of the head each (hd ≤ 256)
+// Numerics           attention_fold's, chunk by chunk in ascending order: the bits attention_tiled gives
 
 const WG: u32 = 64u;
 
 struct Params { n_heads: u32, head_dim: u32, n_chunks: u32 }
 
 @group(0) @binding(0) var<uniform> params: Params;
-@group(0) @binding(1) var<storage, read> part: array<f32>;
-@group(0) @binding(2) var<storage, read_write> dst: array<f32>;
+@group(0) @binding(1) var<storage, read> part: array<vec4<f32>>;
+@group(0) @binding(2) var<storage, read> pos: array<u32>;
+@group(0) @binding(3) var<storage, read_write> dst: array<vec4<f32>>;
 
 @compute @workgroup_size(WG)
 fn attention_combine(@builtin(workgroup_id) wg: vec3<u32>, @builtin(local_invocation_index) lane: u32) {
-    let hd = params.head_dim;
-    let th = wg.y * params.n_heads + wg.x;
-    let first = th * params.n_chunks * (hd + 2u);
-    var big_m = -3.4028235e38;
-    for (var c = 0u; c < params.n_chunks; c++) {
-        big_m = max(big_m, part[first + c * (hd + 2u)]);
-    }
-    var l = 0.0;
-    for (var c = 0u; c < params.n_chunks; c++) {
-        let b = first + c * (hd + 2u);
-        l += part[b + 1u] * exp(part[b] - big_m);
-    }
-    let inv = select(0.0, 1.0 / l, l > 0.0);
-    for (var d = lane; d < hd; d += WG) {
-        var acc = 0.0;
-        for (var c = 0u; c < params.n_chunks; c++) {
-            let b = first + c * (hd + 2u);
-            acc += part[b + 2u + d] * exp(part[b] - big_m);
+    let hd4 = params.head_dim / 4u;
+    let t = wg.y;
+    let th = t * params.n_heads + wg.x;
+    let last = pos[t] / CHUNK;
+    for (var c4 = lane; c4 < hd4; c4 += WG) {
+        var run = run_start();
+        for (var c = 0u; c <= last; c++) {
+            let b = (th * params.n_chunks + c) * (hd4 + 1u);
+            let ml = part[b];
+            run = fold(run, ml.x, ml.y, part[b + 1u + c4]);
         }
-        dst[th * hd + d] = acc * inv;
+        dst[th * hd4 + c4] = finish(run);
     }
 }

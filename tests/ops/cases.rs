@@ -287,5 +287,13 @@ pub fn all() -> Vec<Case> {
     cases.push(attn(&[250], &[70], (9, 3), 64, 16)); // a second chunk after 180 cached positions
     cases.push(attn(&[81, 3], &[66, 3], (3, 3), 256, 7)); // head_dim 256, MHA, block size 7
     cases.push(attn(&[150, 40], &[64, 40], (4, 1), 96, 16)); // head_dim 96 (below the kernel's 128), MQA
+    // wgpu folds chunks of 32 positions; split-K for few queries per sequence, tiled for ≥ 8 on average.
+    cases.push(attn(&[1, 31, 32, 33, 63, 64, 65, 300, 1000], &[1; 9], (9, 3), 64, 16)); // decode around chunk edges
+    cases.push(attn(&[1, 65, 1000], &[1, 1, 1], (8, 2), 128, 16)); // decode, GQA 4, head_dim 128
+    cases.push(attn(&[1000], &[40], (8, 2), 128, 16)); // prefill chunk from mid-sequence (wgpu: tiled)
+    cases.push(attn(&[129], &[129], (2, 2), 32, 5)); // whole prompt, MHA (wgpu: tiled)
+    // Mixed batches: prefill chunks beside decodes, tokens shuffled (wgpu tiled: tiles span sequences).
+    cases.push(attn(&[100, 1, 65, 33, 500], &[40, 1, 1, 33, 1], (9, 3), 64, 16));
+    cases.push(attn(&[70, 40, 300], &[3, 1, 2], (8, 2), 128, 8)); // speculative verify beside decode (split-K)
     cases
 }

@@ -52,9 +52,10 @@ pub fn rms_norm<B: Backend>(b: &B) {
     assert_bits_eq("rms_norm 7 rows vs 1", &run(0..rows), &single);
 }
 
-/// A causal batch (two prompts plus a speculative-verify tail; then one prompt's 37 tokens
-/// across a chunk edge, which wgpu runs tiled) == one call per token, and the same data under a
-/// different block layout gives the same bits.
+/// A causal batch == one call per token, and the same data under a different block layout gives
+/// the same bits. Cases: two prompts plus a speculative-verify tail (wgpu: split-K); one prompt's
+/// 37 tokens across chunk edges and a shuffled mix of prefill chunks and decodes (wgpu: tiled,
+/// while single tokens run split-K, so the two kernels are checked against each other).
 pub fn attention<B: Backend>(b: &B) {
     let mixed = AttnCase {
         seq_lens: vec![40, 9, 70],
@@ -65,7 +66,8 @@ pub fn attention<B: Backend>(b: &B) {
         block_size: 16,
     };
     let one_prompt = AttnCase { seq_lens: vec![290], new_tokens: vec![37], ..mixed.clone() };
-    for case in [mixed, one_prompt] {
+    let serving = AttnCase { seq_lens: vec![100, 1, 65, 33], new_tokens: vec![40, 1, 1, 33], ..mixed.clone() };
+    for case in [mixed, one_prompt, serving] {
         attention_case(b, &case);
     }
 }

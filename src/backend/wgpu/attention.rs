@@ -1,9 +1,25 @@
-//! KV cache writes, slot copies and paged attention. Attention is split-K flash decoding
-//! (`shaders/attention.wgsl` + `shaders/attention_combine.wgsl`): each (token, head) is split
-//! into chunks of positions so that single-token decode over a long cache still fills the GPU;
-//! multi-token batches of one sequence (prefill, verify) run `attention_tiled.wgsl` instead, which
-//! shares each staged K/V row among QUERY_TILE tokens. Both use the same fixed chunks and the
-//! same per-query arithmetic, so a token's bits never depend on which kernel or batch ran it.
+//! KV cache writes, slot copies and paged attention.
+//!
+//! Attention has two kernels with one arithmetic. Both cut a token's keys into fixed chunks of
+//! CHUNK = 32 positions; per chunk and query row, `attention_chunk.wgsl` stages the K (then V)
+//! rows in workgroup memory with coalesced vec4 loads and computes m = max score, p = e^(s - m),
+//! l = Σp, o = Σp·V in a fixed order; the chunks are then folded in ascending order by
+//! `attention_fold.wgsl`.
+//! - Split-K (`attention.wgsl` + `attention_combine.wgsl`), for decode and other batches with few
+//!   queries per sequence: one workgroup per (chunk, GQA group, token), all heads of the group
+//!   sharing each staged K/V row; the combine folds the chunk partials. At context 520 that is 17
+//!   chunks × n_kv_heads workgroups where the old 256-position chunks gave 3 × n_heads, each of
+//!   which walked 256 keys serially. The partials scratch only spans chunks up to the batch's
+//!   furthest position and is bounded by PART_BUDGET (beyond it the batch runs tiled).
+//! - Tiled (`attention_tiled.wgsl`), for prefill, chunked prefill and mixed batches: one workgroup
+//!   per (tile of qt tokens, GQA group) walks the whole context, sharing each staged K/V row among
+//!   its qt · hpw ≤ 16 query rows and folding in registers: no scratch. Tokens of a tile may belong
+//!   to different sequences (a tile runs once per sequence among its tokens).
+//!
+//! Batch invariance: the per-row chunk arithmetic never depends on the other rows, the staging
+//! split or the kernel, and the fold is the same function in both, so a token's output is
+//! bit-identical whichever kernel and batch ran it (`invariance_attention` runs a batch tiled and
+//! each token split-K). The plan below picks a kernel for speed only.
 
 use super::Wgpu;
 use super::context::Job;
@@ -12,12 +28,21 @@ use crate::backend::check;
 use crate::backend::{AttnBatch, AttnShape, DType, KvLayer, Tensor, expect_shape};
 use crate::error::{Error, Result};
 
-/// Positions per chunk (a multiple of the kernel's 64-position tile). Fixed, so a token's
-/// result depends only on its own keys: batch- and layout-invariant bit for bit.
-const CHUNK: usize = 256;
-/// Query tokens per workgroup of attention_tiled (its QT), and its largest head_dim.
-const QUERY_TILE: usize = 4;
-const TILED_MAX_HD: usize = 128;
+/// Key positions per chunk; must equal attention_fold.wgsl's CHUNK.
+const CHUNK: usize = 32;
+/// Query rows (token × head pairs) and staged-query vec4s per workgroup: attention.wgsl's QH, QV.
+const SPLIT_ROWS: usize = 8;
+const SPLIT_QV: usize = 256;
+/// The same for attention_tiled.wgsl, and its workgroup memory (qs, kv, sc, mx, nk, slots).
+const TILED_ROWS: usize = 16;
+const TILED_QV: usize = 512;
+const TILED_SHARED_BYTES: u32 = ((512 + 1056) * 16 + (16 * 32 + 16 + 16 + 32) * 4) as u32;
+/// Batches with at least this many tokens per sequence on average run tiled: each staged K/V row
+/// then serves several queries, and there are enough tiles to fill the GPU.
+const TILED_MIN_TOKENS: usize = 8;
+/// Split-K partials larger than this run tiled instead (which needs no scratch): a 512-token
+/// mixed batch of llama-8b at context 4096 would need ~1 GiB.
+const PART_BUDGET: usize = 64 << 20;
 
 pub fn kv_write(
     be: &Wgpu,
@@ -69,8 +94,8 @@ pub fn attention(
 ) -> Result<()> {
     let (n_tokens, hd) = (q.rows, shape.head_dim);
     let unsupported = |detail: String| Error::Unsupported { op: "attention", backend: "wgpu", detail };
-    if hd == 0 || hd > 256 {
-        return Err(unsupported(format!("head_dim {hd} (at most 256)")));
+    if hd == 0 || hd > 256 || !hd.is_multiple_of(4) {
+        return Err(unsupported(format!("head_dim {hd} (a multiple of 4, at most 256)")));
     }
     if shape.n_kv_heads == 0 || shape.n_heads % shape.n_kv_heads != 0 {
         return Err(Error::InvalidArgument(format!("attention: {shape:?}")));
@@ -83,40 +108,84 @@ pub fn attention(
     }
     be.expect_dtypes("attention", &[(q, DType::F32), (&batch.seq, DType::U32), (&batch.pos, DType::U32)])?;
     check_batch(batch, cache.k.rows)?;
-    let max_blocks = batch.block_table.cols;
-    let max_ctx = (max_blocks * batch.block_size).max(1);
-    let (chunk, n_chunks) = (CHUNK, max_ctx.div_ceil(CHUNK));
-    let part = be.ctx.scratch((n_tokens * shape.n_heads * n_chunks * (hd + 2) * 4) as u64)?;
-    // Tiled only when the host knows every token is in one sequence (one block-table row).
-    let one_seq = batch.seq.buf.mirror.as_ref().is_some_and(|s| s.iter().all(|&x| x == s[0]));
-    let tiled = n_tokens > 1 && hd <= TILED_MAX_HD && one_seq;
+    if n_tokens == 0 {
+        return Ok(());
+    }
+    let plan = Plan::new(be, batch, shape, n_tokens);
+    let group = shape.n_heads / shape.n_kv_heads;
+    let (rows, qv) = if plan.tiled { (TILED_ROWS, TILED_QV) } else { (SPLIT_ROWS, SPLIT_QV) };
+    let hpw = heads_per_workgroup(group, hd / 4, rows, qv);
+    let qt = if plan.tiled { (rows / hpw).min(qv / (hpw * hd / 4)) } else { 1 };
     let params = [
         shape.n_heads as u32,
         shape.n_kv_heads as u32,
         hd as u32,
         shape.scale.to_bits(),
         batch.block_size as u32,
-        max_blocks as u32,
-        chunk as u32,
-        n_chunks as u32,
+        batch.block_table.cols as u32,
         n_tokens as u32,
+        hpw as u32,
+        qt as u32,
+        plan.n_chunks as u32,
     ];
-    let bufs = [&q.buf, &cache.k.buf, &cache.v.buf, &batch.seq.buf, &batch.pos.buf, &batch.block_table.buf, &*part];
-    let (kernel, groups) = if tiled {
-        (Kernel::AttentionTiled, [n_chunks as u32, shape.n_heads as u32, n_tokens.div_ceil(QUERY_TILE) as u32])
-    } else {
-        (Kernel::Attention, [n_chunks as u32, shape.n_heads as u32, n_tokens as u32])
-    };
-    let combine = [shape.n_heads as u32, hd as u32, n_chunks as u32];
+    let inputs = [&q.buf, &cache.k.buf, &cache.v.buf, &batch.seq.buf, &batch.pos.buf, &batch.block_table.buf];
+    let head_groups = (shape.n_heads / hpw) as u32;
+    if plan.tiled {
+        let bufs = [inputs.as_slice(), &[&dst.buf]].concat();
+        let groups = [n_tokens.div_ceil(qt) as u32, head_groups, 1];
+        return be.ctx.dispatch(Variant::plain(Kernel::AttentionTiled), &bufs, &params, groups);
+    }
+    let part = be.ctx.scratch(plan.part_bytes as u64)?;
+    let bufs = [inputs.as_slice(), &[&*part]].concat();
+    let combine = [shape.n_heads as u32, hd as u32, plan.n_chunks as u32];
     be.ctx.dispatch_all(&[
-        Job { v: Variant::plain(kernel), bufs: &bufs, params: &params, groups },
+        Job {
+            v: Variant::plain(Kernel::Attention),
+            bufs: &bufs,
+            params: &params,
+            groups: [plan.n_chunks as u32, head_groups, n_tokens as u32],
+        },
         Job {
             v: Variant::plain(Kernel::AttentionCombine),
-            bufs: &[&*part, &dst.buf],
+            bufs: &[&*part, &batch.pos.buf, &dst.buf],
             params: &combine,
             groups: [shape.n_heads as u32, n_tokens as u32, 1],
         },
     ])
+}
+
+/// Which kernel runs a batch, and the split-K scratch it would need. Both kernels give the same
+/// bits, so this is only about speed (and the scratch bound).
+struct Plan {
+    tiled: bool,
+    /// Chunks per (token, head) in the split-K layout: up to the batch's furthest position.
+    n_chunks: usize,
+    part_bytes: usize,
+}
+
+impl Plan {
+    fn new(be: &Wgpu, batch: &AttnBatch<Wgpu>, shape: &AttnShape, n_tokens: usize) -> Plan {
+        let pos = batch.pos.buf.mirror.as_deref();
+        // Without a host copy of pos (written by a kernel), size for the whole block table.
+        let ctx = pos.map_or(batch.block_table.cols * batch.block_size, |p| *p.iter().max().unwrap_or(&0) as usize + 1);
+        let n_chunks = ctx.div_ceil(CHUNK).max(1);
+        let part_bytes = n_tokens * shape.n_heads * n_chunks * (shape.head_dim + 4) * 4;
+        let fits = be.ctx.limits.max_compute_workgroup_storage_size >= TILED_SHARED_BYTES;
+        // Tokens per sequence, on average: prompts and chunked prefill bring many, decode one.
+        let many_per_seq = batch.seq.buf.mirror.as_deref().is_some_and(|s| {
+            let mut seqs = s.to_vec();
+            seqs.sort_unstable();
+            seqs.dedup();
+            n_tokens >= TILED_MIN_TOKENS * seqs.len()
+        });
+        Plan { tiled: fits && (many_per_seq || part_bytes > PART_BUDGET), n_chunks, part_bytes }
+    }
+}
+
+/// The most heads of one GQA group (a divisor of `group`) that fit a workgroup's `rows` query rows
+/// and `qv` vec4s of staged queries.
+fn heads_per_workgroup(group: usize, hd4: usize, rows: usize, qv: usize) -> usize {
+    (1..=group).rev().find(|&d| group.is_multiple_of(d) && d <= rows && d * hd4 <= qv).unwrap_or(1)
 }
 
 /// Checks the batch's indices on the host copies of its tensors (see `backend::check`).

@@ -1,7 +1,9 @@
 //! Every wgpu kernel: its stem (the file `shaders/<stem>.wgsl` and its entry point), its bindings,
 //! and how its source is assembled. Weight-reading kernels join a per-format block decoder
 //! (`decode_<format>.wgsl`) to their body; matmul joins the reduction it was built with,
-//! matmul_tiled the K step of its arithmetic (`tile32_f32.wgsl` or `tile32_f16.wgsl`).
+//! matmul_tiled the K step of its arithmetic (`tile32_f32.wgsl` or `tile32_f16.wgsl`); the
+//! attention kernels join the chunk routine and the softmax fold they share (`attention_chunk`,
+//! `attention_fold`), which is what keeps split-K and tiled attention bit-identical.
 
 use crate::quant::Format;
 
@@ -46,7 +48,7 @@ kernels! {
     CopySlots => "copy_slots", [R, W];
     Attention => "attention", [R, R, R, R, R, R, W];
     AttentionTiled => "attention_tiled", [R, R, R, R, R, R, W];
-    AttentionCombine => "attention_combine", [R, W];
+    AttentionCombine => "attention_combine", [R, R, W];
     Argmax => "argmax", [R, W];
     TopK => "top_k", [R, W, W];
 }
@@ -114,6 +116,12 @@ impl Variant {
         }
         if matches!(self.kernel, Kernel::Rope | Kernel::RmsNormRope) {
             src += shader!("rope_common");
+        }
+        if matches!(self.kernel, Kernel::Attention | Kernel::AttentionTiled | Kernel::AttentionCombine) {
+            src += shader!("attention_fold");
+        }
+        if matches!(self.kernel, Kernel::Attention | Kernel::AttentionTiled) {
+            src += shader!("attention_chunk");
         }
         src + self.kernel.body()
     }
@@ -205,6 +213,8 @@ pub const FILES: &[&str] = &[
     "attention",
     "attention_tiled",
     "attention_combine",
+    "attention_chunk",
+    "attention_fold",
     "argmax",
     "top_k",
     "common",
