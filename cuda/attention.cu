@@ -1,19 +1,36 @@
 // attention  dst[t, h] = Σ_{j ≤ pos[t]} softmax_j(scale · q[t, h] · K[j, h/g]) · V[j, h/g], K and V read through
 //            the block table: slot(j) = block_table[seq[t]][j / block_size] · block_size + j % block_size
 // Layout     q, dst: [n_tokens, n_heads · head_dim] f32; cache_k, cache_v: [n_slots, n_kv_heads · head_dim];
-//            partial: [n_tokens · n_heads][n_splits][2 + head_dim] = (max, sum, unnormalized output)
+//            partial: [n_tokens · n_heads][n_splits][2 + head_dim] = (max, sum, unnormalized output);
+//            done: u32 [n_tokens · n_heads] split counters, zero between launches
 // Launch     attention: grid (n_tokens · n_heads, n_splits), 4 warps; split s takes keys j ≡ s (mod n_splits),
-//            each warp every 4th of those (flash-decoding); attention_combine: one block per (token, head);
+//            each warp every 4th of those (flash-decoding); the last split block of a (token, head) to
+//            finish merges the splits (one launch, no separate combine kernel);
 //            indices outside the block table or the cache are skipped, never read
 // Numerics   f32 online softmax per warp (running max, rescaled sums), merged by max-rescaling; head_dim ≤ 256
 
 #define MAX_DIMS_PER_LANE 8
 #define ATT_WARPS 4
 
+// Merges one (token, head)'s split partials by max-rescaling. Other blocks wrote them: the loads go
+// through L2 (__ldcg), never a stale L1 line.
+__device__ void combine_splits(const float* base, float* out, u32 head_dim, u32 n_splits) {
+    const u32 stride = 2 + head_dim;
+    float m = -1e30f;
+    for (u32 s = 0; s < n_splits; s++) m = fmaxf(m, __ldcg(base + s * stride));
+    float l = 0.0f;
+    for (u32 s = 0; s < n_splits; s++) l += __ldcg(base + s * stride + 1) * expf(__ldcg(base + s * stride) - m);
+    for (u32 d = threadIdx.x; d < head_dim; d += blockDim.x) {
+        float a = 0.0f;
+        for (u32 s = 0; s < n_splits; s++) a += __ldcg(base + s * stride + 2 + d) * expf(__ldcg(base + s * stride) - m);
+        out[d] = l > 0.0f ? a / l : 0.0f;
+    }
+}
+
 extern "C" __global__ void __launch_bounds__(128)
     attention(const float* q, const float* cache_k, const float* cache_v, const u32* seq, const u32* pos,
-              const u32* block_table, float* dst, float* partial, u32 n_heads, u32 n_kv_heads, u32 head_dim,
-              float scale, u32 block_size, u32 max_blocks, u32 n_splits, u32 n_seqs, u32 n_slots) {
+              const u32* block_table, float* dst, float* partial, u32* done, u32 n_heads, u32 n_kv_heads,
+              u32 head_dim, float scale, u32 block_size, u32 max_blocks, u32 n_splits, u32 n_seqs, u32 n_slots) {
     __shared__ float s_max[ATT_WARPS], s_sum[ATT_WARPS];
     __shared__ float s_acc[ATT_WARPS][256];
     const u32 th = blockIdx.x, t = th / n_heads, h = th % n_heads, split = blockIdx.y;
@@ -75,22 +92,19 @@ extern "C" __global__ void __launch_bounds__(128)
         if (n_splits == 1) dst[(u64)th * head_dim + d] = l > 0.0f ? a / l : 0.0f;
         else out[2 + d] = a;
     }
-    if (n_splits > 1 && threadIdx.x == 0) {
+    if (n_splits == 1) return;
+    if (threadIdx.x == 0) {
         out[0] = m;
         out[1] = l;
     }
-}
-
-extern "C" __global__ void attention_combine(const float* partial, float* dst, u32 head_dim, u32 n_splits) {
-    const u32 th = blockIdx.x, stride = 2 + head_dim;
-    const float* base = partial + (u64)th * n_splits * stride;
-    float m = -1e30f;
-    for (u32 s = 0; s < n_splits; s++) m = fmaxf(m, base[s * stride]);
-    float l = 0.0f;
-    for (u32 s = 0; s < n_splits; s++) l += base[s * stride + 1] * expf(base[s * stride] - m);
-    for (u32 d = threadIdx.x; d < head_dim; d += blockDim.x) {
-        float a = 0.0f;
-        for (u32 s = 0; s < n_splits; s++) a += base[s * stride + 2 + d] * expf(base[s * stride] - m);
-        dst[(u64)th * head_dim + d] = l > 0.0f ? a / l : 0.0f;
-    }
+    // The last split block of this (token, head) to finish merges all splits: every thread's
+    // partial writes are made visible device-wide before the block is counted.
+    __shared__ bool s_last;
+    __threadfence();
+    __syncthreads();
+    if (threadIdx.x == 0) s_last = atomicAdd(&done[th], 1u) == n_splits - 1;
+    __syncthreads();
+    if (!s_last) return;
+    if (threadIdx.x == 0) done[th] = 0;  // zero again for the next launch (or graph replay)
+    combine_splits(partial + (u64)th * n_splits * (2 + head_dim), dst + (u64)th * head_dim, head_dim, n_splits);
 }

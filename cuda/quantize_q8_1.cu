@@ -9,10 +9,8 @@
 //                at most d_b / 508 (~1.5e-5 of the max), closer to f32 than f16 is, for two dp4a per
 //                four values instead of one.
 
-extern "C" __global__ void quantize_q8_1(const float* x, signed char* xq, float2* xds, u64 total) {
-    const u64 i = (u64)blockIdx.x * blockDim.x + threadIdx.x;
-    if ((i & ~31ull) >= total) return;  // whole warps leave together
-    const float v = i < total ? x[i] : 0.0f;
+// Value i of x (one lane of the warp that holds its 32-value block; every lane of the warp calls).
+__device__ __forceinline__ void quantize_q8_1_lane(float v, u64 i, u64 total, signed char* xq, float2* xds) {
     const float amax = warp_max(fabsf(v));
     const float d = amax / 127.0f;
     const float q = amax == 0.0f ? 0.0f : rintf(v / d);
@@ -29,4 +27,10 @@ extern "C" __global__ void quantize_q8_1(const float* x, signed char* xq, float2
         xds[i / 32] = make_float2(d, d * s);
         xds[total / 32 + i / 32] = make_float2(d2, d2 * s2);
     }
+}
+
+extern "C" __global__ void quantize_q8_1(const float* x, signed char* xq, float2* xds, u64 total) {
+    const u64 i = (u64)blockIdx.x * blockDim.x + threadIdx.x;
+    if ((i & ~31ull) >= total) return;  // whole warps leave together
+    quantize_q8_1_lane(i < total ? x[i] : 0.0f, i, total, xq, xds);
 }

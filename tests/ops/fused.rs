@@ -42,3 +42,29 @@ pub fn matmuls<B: Backend>(b: &B) {
         }
     }
 }
+
+/// rms_norm then matmuls of its output (the decode pattern; cuda leaves the int8 planes of x from
+/// the norm) == the same matmuls of a fresh copy of the normed values.
+pub fn norm_then_matmuls<B: Backend>(b: &B) {
+    let (k, n) = (576, 45);
+    for format in [Format::Q4_0, Format::Q4_1, Format::Q5_1, Format::Q8_0, Format::F16] {
+        let mut rng = Rng::from_name(&format!("norm then matmuls {}", format.name()));
+        let w = upload(b, format, n, k, random_weight(&mut rng, format, n, k)).unwrap();
+        let w2 = upload(b, format, 2 * n, k, random_weight(&mut rng, format, 2 * n, k)).unwrap();
+        let gain = f32_tensor(b, 1, k, &rng.fill(k, 0.5, 1.5)).unwrap();
+        for m in [1, 5, 8] {
+            let x = f32_tensor(b, m, k, &rng.fill(m * k, -3.0, 3.0)).unwrap();
+            let mut normed = b.alloc(DType::F32, m, k).unwrap();
+            b.rms_norm(&x, &gain, 1e-5, &mut normed).unwrap();
+            let (mut got, mut got2) = (b.alloc(DType::F32, m, n).unwrap(), b.alloc(DType::F32, m, 2 * n).unwrap());
+            b.matmuls(&normed, &mut [(&w, &mut got), (&w2, &mut got2)]).unwrap();
+            let copy = f32_tensor(b, m, k, &read_f32(b, &normed).unwrap()).unwrap();
+            for (weight, got) in [(&w, &got), (&w2, &got2)] {
+                let mut want = b.alloc(DType::F32, m, weight.rows).unwrap();
+                b.matmul(&copy, weight, &mut want).unwrap();
+                let what = format!("rms_norm → matmuls {} m={m} n={}", format.name(), weight.rows);
+                assert_bits_eq(&what, &read_f32(b, got).unwrap(), &read_f32(b, &want).unwrap());
+            }
+        }
+    }
+}

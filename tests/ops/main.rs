@@ -89,6 +89,12 @@ macro_rules! op_suite {
                 }
             }
             #[test]
+            fn norm_then_matmuls() {
+                if let Some(b) = backend() {
+                    crate::fused::norm_then_matmuls(&*b)
+                }
+            }
+            #[test]
             fn invariance_attention() {
                 if let Some(b) = invariant_backend() {
                     crate::invariance::attention(&*b)

@@ -1,7 +1,7 @@
 //! KV cache writes and paged attention on CUDA: `cuda/{kv_write,attention,attention_prefill,copy_slots}.cu`.
 //! Two attention kernels, chosen from the batch *shape* alone (n_tokens, head_dim, the device):
 //! - fewer than PREFILL_MIN_TOKENS tokens (decode, speculative verify, small batches): flash-decoding,
-//!   each (token, head)'s keys split over N_SPLITS blocks, merged by `attention_combine`. The split
+//!   each (token, head)'s keys split over N_SPLITS blocks, merged by the last of them to finish. The split
 //!   count is a constant, so a token's bits do not depend on the batch or the block layout.
 //! - PREFILL_MIN_TOKENS or more (prefill chunks, mixed batches): `attention_prefill_<HD>`, a block per
 //!   64 (token, query head) rows of one KV head, K/V tiles staged once in shared memory for all of
@@ -161,7 +161,7 @@ fn attention_prefill(
     Ok(())
 }
 
-/// Flash-decoding for few tokens: N_SPLITS blocks per (token, head), then attention_combine.
+/// Flash-decoding for few tokens: N_SPLITS blocks per (token, head), the last one merging them.
 fn attention_split(
     cuda: &Cuda,
     q: &Tensor<Cuda>,
@@ -176,6 +176,9 @@ fn attention_split(
     let partial_bytes = if n_splits > 1 { pairs * n_splits * (2 + head_dim) * 4 } else { 0 };
     let mut scratch = cuda.scratch(&cuda.attn_scratch, partial_bytes)?;
     let partial = scratch.as_mut().expect("scratch allocated");
+    // Split counters: zeroed when allocated, left zero by every launch (the merging block resets its own).
+    let mut counters = cuda.scratch(&cuda.attn_counters, pairs * 4)?;
+    let done = counters.as_mut().expect("scratch allocated");
 
     let f = cuda.function(Module::Attention, "attention")?;
     let u = |v: usize| v as u32;
@@ -184,22 +187,14 @@ fn attention_split(
     let cfg = LaunchConfig { grid_dim: (u(pairs), ns, 1), block_dim: (128, 1, 1), shared_mem_bytes: 0 };
     let mut l = cuda.stream.launch_builder(&f);
     l.arg(&q.buf.dev).arg(&cache.k.buf.dev).arg(&cache.v.buf.dev).arg(&batch.seq.buf.dev).arg(&batch.pos.buf.dev);
-    l.arg(&batch.block_table.buf.dev).arg(&mut dst.buf.dev).arg(&mut *partial);
+    l.arg(&batch.block_table.buf.dev).arg(&mut dst.buf.dev).arg(&mut *partial).arg(&mut *done);
     let (n_seqs, n_slots) = (u(batch.block_table.rows), u(cache.k.rows));
     l.arg(&nh).arg(&nkv).arg(&hd).arg(&scale).arg(&bs).arg(&mb).arg(&ns).arg(&n_seqs).arg(&n_slots);
     // SAFETY: arguments match cuda/attention.cu; q, dst hold n_tokens · n_heads · head_dim floats,
     // seq/pos n_tokens u32, block_table n_seqs · max_blocks u32 (the model fills it with valid
     // blocks; check_batch rejected host-written bad indices, and the kernel still skips seq ≥ n_seqs
-    // and slots ≥ n_slots), partial pairs · n_splits · (2 + head_dim) floats.
+    // and slots ≥ n_slots), partial pairs · n_splits · (2 + head_dim) floats, done pairs u32.
     unsafe { l.launch(cfg) }.map_err(driver)?;
-    if n_splits > 1 {
-        let f = cuda.function(Module::Attention, "attention_combine")?;
-        let cfg = LaunchConfig { grid_dim: (u(pairs), 1, 1), block_dim: (128, 1, 1), shared_mem_bytes: 0 };
-        let mut l = cuda.stream.launch_builder(&f);
-        l.arg(&*partial).arg(&mut dst.buf.dev).arg(&hd).arg(&ns);
-        // SAFETY: arguments match attention_combine in cuda/attention.cu; sizes as above.
-        unsafe { l.launch(cfg) }.map_err(driver)?;
-    }
     Ok(())
 }
 

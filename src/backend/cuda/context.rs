@@ -26,6 +26,8 @@ pub struct Cuda {
     pub(super) q8_scratch: Mutex<Option<CudaSlice<u8>>>,
     /// Split-K partial results of attention.
     pub(super) attn_scratch: Mutex<Option<CudaSlice<u8>>>,
+    /// Split-K completion counters of attention: zero between launches.
+    pub(super) attn_counters: Mutex<Option<CudaSlice<u8>>>,
     /// Bumped whenever a scratch buffer moves (graphs that captured the old one are stale).
     pub(super) scratch_generation: AtomicU64,
     /// Recorded decode steps (CUDA graphs); off with `ULTRA_CUDA_GRAPHS=0`.
@@ -91,6 +93,7 @@ impl Cuda {
             modules: Mutex::default(),
             q8_scratch: Mutex::default(),
             attn_scratch: Mutex::default(),
+            attn_counters: Mutex::default(),
             scratch_generation: AtomicU64::new(0),
             graphs: Mutex::default(),
             graphs_enabled: std::env::var("ULTRA_CUDA_GRAPHS").map_or(true, |v| v != "0") && !profile::requested(),

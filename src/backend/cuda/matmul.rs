@@ -15,7 +15,7 @@ use crate::backend::{DType, Tensor, Weight, expect_shape};
 use crate::error::{Error, Result};
 
 /// Largest m served by the GEMV kernels.
-const VEC_MAX_M: usize = 8;
+pub(super) const VEC_MAX_M: usize = 8;
 const VEC_THREADS: u32 = 128;
 /// Output tile of matmul_mma: MMA_BM activation rows × MMA_BN weight rows (cuda/matmul_mma.cu).
 const MMA_BM: u32 = 64;
@@ -142,10 +142,9 @@ fn with_q8_1(
     x: &Tensor<Cuda>,
     then: impl FnOnce(&mut CudaViewMut<u8>, &mut CudaViewMut<u8>) -> Result<()>,
 ) -> Result<()> {
-    let (m, k) = (x.rows, x.cols);
-    let total = (m * k) as u64;
-    let xds_at = (2 * m * k).next_multiple_of(16);
-    let mut guard = cuda.scratch(&cuda.q8_scratch, xds_at + 2 * m * (k / 32) * 8)?;
+    let total = x.len() as u64;
+    let (xds_at, bytes) = q8_layout(x.len());
+    let mut guard = cuda.scratch(&cuda.q8_scratch, bytes)?;
     let key = (x.buf.dev.device_ptr(&cuda.stream).0, x.len());
     let fresh = cuda.q8_holds(key);
     let scratch = guard.as_mut().expect("scratch allocated");
@@ -161,6 +160,13 @@ fn with_q8_1(
     then(&mut xq, &mut xds)?;
     cuda.q8_quantized(key);
     Ok(())
+}
+
+/// Where the q8 scratch puts the scales of `total` quantized values, and its size: the two int8
+/// planes (2 · total bytes), then 16-byte aligned (d, d·Σq) float2 pairs for each plane's blocks.
+pub(super) fn q8_layout(total: usize) -> (usize, usize) {
+    let xds_at = (2 * total).next_multiple_of(16);
+    (xds_at, xds_at + 2 * (total / 32) * 8)
 }
 
 /// m > 8 with quantized weights: f16 tensor cores (`cuda/matmul_mma.cu`) on x rounded to f16.
