@@ -1,33 +1,37 @@
-// tile32_f16  matmul_tiled's K step with SHADER_F16: acc[i, j] += f32(Σ_kk f16(x[i, kk]) · f16(w[j, kk])), f16 fma chain
-// Layout      slabs of vec4<f16> quads (half matmul_tiled's f32 workgroup memory and load traffic); the partial
-//             products of one step (one quant block) in f16 registers, then added to the f32 tile
+// tile32_f16  matmul_tiled's arithmetic with SHADER_F16 for one block: t[r, c] += f32(Σ_kk f16(x[r, kk]) · f16(w[c, kk])),
+//             the sum an f16 fma chain over kk = kk0 .. kk0+31
+// Layout      slabs of vec4<f16> quads (half matmul_tiled's f32 workgroup memory and load traffic); the block's
+//             partial products in the f16 fields of Part (packed f16x2 fmas on NVIDIA, the row value a broadcast
+//             half), then added to the f32 tile
 // Launch      none (joined into matmul_tiled after `enable f16;`, quantized weights only: float weights keep f32)
 // Numerics    x and the decoded weights rounded to f16, then a 32-term f16 fma chain per output and block (at most
 //             34 roundings of 2^-11 relative to Σ|x·w| over the block); f32 across blocks, so error does not grow with k
 
 alias T = f16;
 
-fn tile_step(tx: u32, ty: u32) {
-    var part: array<vec4<f16>, 4u * TMQ * TNQ>;
-    for (var kk = 0u; kk < 32u; kk++) {
-        var xq: array<vec4<f16>, TMQ>;
-        var wq: array<vec4<f16>, TNQ>;
-        for (var a = 0u; a < TMQ; a++) {
-            xq[a] = xs[kk * (BM / 4u) + ty + 16u * a];
-        }
-        for (var b = 0u; b < TNQ; b++) {
-            wq[b] = ws[kk * (BN / 4u) + tx + 16u * b];
-        }
-        for (var a = 0u; a < TMQ; a++) {
-            for (var r = 0u; r < 4u; r++) {
-                for (var b = 0u; b < TNQ; b++) {
-                    let q = (4u * a + r) * TNQ + b;
-                    part[q] = fma(vec4<f16>(xq[a][r]), wq[b], part[q]);
-                }
-            }
+struct Part {
+    a0: vec4<f16>, a1: vec4<f16>, a2: vec4<f16>, a3: vec4<f16>,
+    b0: vec4<f16>, b1: vec4<f16>, b2: vec4<f16>, b3: vec4<f16>,
+}
+
+fn tile_block(t: Tile, kk0: u32, tx: u32, ty: u32) -> Tile {
+    let z = vec4<f16>();
+    var p = Part(z, z, z, z, z, z, z, z);
+    for (var kk = kk0; kk < kk0 + 32u; kk++) {
+        let xq = xs[kk * BMQ + ty];
+        let wa = ws[kk * BNQ + tx];
+        p.a0 = fma(vec4<f16>(xq.x), wa, p.a0);
+        p.a1 = fma(vec4<f16>(xq.y), wa, p.a1);
+        p.a2 = fma(vec4<f16>(xq.z), wa, p.a2);
+        p.a3 = fma(vec4<f16>(xq.w), wa, p.a3);
+        if (WIDE) {
+            let wb = ws[kk * BNQ + 16u + tx];
+            p.b0 = fma(vec4<f16>(xq.x), wb, p.b0);
+            p.b1 = fma(vec4<f16>(xq.y), wb, p.b1);
+            p.b2 = fma(vec4<f16>(xq.z), wb, p.b2);
+            p.b3 = fma(vec4<f16>(xq.w), wb, p.b3);
         }
     }
-    for (var q = 0u; q < 4u * TMQ * TNQ; q++) {
-        acc[q] += vec4<f32>(part[q]);
-    }
+    return Tile(t.a0 + vec4<f32>(p.a0), t.a1 + vec4<f32>(p.a1), t.a2 + vec4<f32>(p.a2), t.a3 + vec4<f32>(p.a3),
+                t.b0 + vec4<f32>(p.b0), t.b1 + vec4<f32>(p.b1), t.b2 + vec4<f32>(p.b2), t.b3 + vec4<f32>(p.b3));
 }

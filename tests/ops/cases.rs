@@ -195,7 +195,7 @@ pub fn all() -> Vec<Case> {
         cases.push(case(Op::Matmul { format: Format::F32, m, k, n }, Tolerance::Nmse(1e-7), SUM_WHY));
     }
     // m ≥ 32 (wgpu: matmul_tiled): m, n not multiples of its 64 tile, k = 32·odd; (130, 32, 8100) is
-    // big enough for the 128 × 128 tile; float weights also with a k tail past the last 32-step.
+    // big enough for the 64 × 128 tile; float weights also with a k tail past the last K step.
     for format in Format::ALL {
         let mut shapes = vec![(37, 288, 100), (70, 160, 129), (130, 32, 8100)];
         if !format.is_quantized() {

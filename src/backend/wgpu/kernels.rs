@@ -64,7 +64,7 @@ pub struct Variant {
     /// GEMV only: threads per output row.
     pub tpr: u32,
     /// Matmuls: rows of x per workgroup (each decoded weight is reused this many times); for
-    /// matmul_tiled the tile side (BM = BN).
+    /// matmul_tiled the tile's width BN (its height is always 64).
     pub mb: u32,
     /// matmul_vec, matmul_tiled: per-block products in f16 (needs SHADER_F16).
     pub f16: bool,
@@ -84,7 +84,7 @@ impl Variant {
             s += &format!("_tpr{}_mb{}{}", self.tpr, self.mb, if self.subgroups { "_subgroup" } else { "" });
         }
         if self.kernel == Kernel::MatmulTiled {
-            s += &format!("_bm{}", self.mb);
+            s += &format!("_bn{}", self.mb);
         }
         if self.f16 {
             s += "_f16";
@@ -107,7 +107,7 @@ impl Variant {
             return src + decoder32(format) + self.kernel.body();
         }
         if self.kernel == Kernel::MatmulTiled {
-            src += &format!("const BM: u32 = {0}u;\nconst BN: u32 = {0}u;\n", self.mb);
+            src += &format!("const BN: u32 = {}u;\n", self.mb);
             src += if self.f16 { shader!("tile32_f16") } else { shader!("tile32_f32") };
         }
         if let Some(format) = self.format {
@@ -167,7 +167,7 @@ impl Variant {
 /// Threads per workgroup of matmul_vec (teams of TPR lanes, four weight rows per team).
 pub const VEC_WG: u32 = 128;
 
-/// Tile sides of matmul_tiled (BM = BN; 256 threads, 4 × 4 or 8 × 8 outputs each).
+/// Tile widths BN of matmul_tiled (64 rows × BN columns; 256 threads, 4 × 4 or 4 × 8 outputs each).
 pub const TILED_SIDES: [u32; 2] = [64, 128];
 
 /// The whole-block decoder of a quantized format, for matmul_vec.

@@ -1,13 +1,13 @@
 //! Matmul: fused dequantize + matrix products, three kernels.
 //!
 //! - m ≥ TILED_MIN_M (prefill, large decode batches, long verifies): `matmul_tiled.wgsl`, a
-//!   shared-memory SGEMM. Each workgroup owns a BM × BN output tile (64 × 64, or 128 × 128 when
-//!   that still gives LARGE_MIN_GROUPS workgroups and fits the adapter's workgroup memory), and
-//!   per K step of 32 (one quant block) decodes a BN × 32 weight slab and loads a BM × 32 x slab
-//!   into workgroup memory, from which 256 threads accumulate 4 × 4 (8 × 8) register tiles. Each
-//!   decoded weight serves BM rows of x instead of the GEMV's 8. With SHADER_F16 (unless
-//!   `ULTRA_WGPU_DISABLE=f16`) quantized weights use f16 slabs and per-block f16 products
-//!   (`tile32_f16.wgsl`); float weights always run f32 (`tile32_f32.wgsl`).
+//!   shared-memory SGEMM. Each workgroup owns a 64 × BN output tile (BN = 64, or 128 when that
+//!   still gives LARGE_MIN_GROUPS workgroups and fits the adapter's workgroup memory), and per K
+//!   step of 64 (two quant blocks) decodes a BN × 64 weight slab and loads a 64 × 64 x slab into
+//!   workgroup memory, from which 256 threads accumulate 4 × 4 (4 × 8) register tiles held in
+//!   named vec4 variables. Each decoded weight serves 64 rows of x instead of the GEMV's 8. With
+//!   SHADER_F16 (unless `ULTRA_WGPU_DISABLE=f16`) quantized weights use f16 slabs and per-block
+//!   f16 products (`tile32_f16.wgsl`); float weights always run f32 (`tile32_f32.wgsl`).
 //! - smaller m: GEMV kernels. Quantized weights run `matmul_vec.wgsl` (whole blocks per lane, four
 //!   weight rows per subgroup team); float weights `matmul.wgsl` (8-value groups per lane). Decode
 //!   (m = 1) runs one row of x per workgroup, larger batches MB_BATCH rows per workgroup. Every
@@ -33,11 +33,14 @@ const SHARED_TPR: u32 = 32;
 /// Smallest m for the tiled kernel: below it a 64-row tile would be mostly padding, and the GEMV
 /// already reuses each weight for up to MB_BATCH rows.
 const TILED_MIN_M: usize = 32;
-/// Workgroups the 128 × 128 tile must still fill (about one per SM of a large GPU); with fewer,
-/// 64 × 64 tiles keep more of the device busy (SmolLM2's 576-wide matrices at m = 512: 72 tiles of 64, 20 of 128).
+/// Workgroups the 64 × 128 tile must still fill (about one per SM of a large GPU); with fewer,
+/// 64 × 64 tiles keep more of the device busy (SmolLM2's 576-wide matrices at m = 512: 72 tiles of 64, 40 of 128).
 const LARGE_MIN_GROUPS: usize = 128;
 /// Threads of a matmul_tiled workgroup (16 × 16).
 const TILED_THREADS: u32 = 256;
+/// Rows (of x and dst) of a matmul_tiled tile, and k per step (matmul_tiled.wgsl `BM`, `KS`).
+const TILED_BM: usize = 64;
+const TILED_KS: u32 = 64;
 
 pub fn matmul(be: &Wgpu, x: &Tensor<Wgpu>, w: &Weight<Wgpu>, dst: &mut Tensor<Wgpu>) -> Result<()> {
     let (m, k, n) = (x.rows, w.cols, w.rows);
@@ -48,8 +51,7 @@ pub fn matmul(be: &Wgpu, x: &Tensor<Wgpu>, w: &Weight<Wgpu>, dst: &mut Tensor<Wg
     let params = [info[0], info[1], info[2], info[3], m as u32, n as u32];
     let bufs = [&w.storage.buf, &x.buf, &dst.buf];
     if let Some(v) = tiled(be, w.format, m, n) {
-        let side = v.mb as usize;
-        let groups = [n.div_ceil(side) as u32, m.div_ceil(side) as u32, 1];
+        let groups = [n.div_ceil(v.mb as usize) as u32, m.div_ceil(TILED_BM) as u32, 1];
         return be.ctx.dispatch(v, &bufs, &params, groups);
     }
     let (subgroups, tpr) = match be.ctx.subgroup_size {
@@ -82,9 +84,11 @@ fn tiled(be: &Wgpu, format: Format, m: usize, n: usize) -> Option<Variant> {
         return None;
     }
     let f16 = be.ctx.f16 && format.is_quantized();
-    // Both slabs: (BM + BN) × 32 values of 4 (f32) or 2 (f16) bytes.
-    let fits = |side: u32| 2 * side * 32 * if f16 { 2 } else { 4 } <= limits.max_compute_workgroup_storage_size;
-    let busy = |side: usize| m.div_ceil(side) * n.div_ceil(side) >= LARGE_MIN_GROUPS;
+    // Both slabs: (BM + BN) × KS values of 4 (f32) or 2 (f16) bytes: 32 / 48 KiB in f32, 16 / 24 KiB in f16.
+    let fits = |bn: u32| {
+        (TILED_BM as u32 + bn) * TILED_KS * if f16 { 2 } else { 4 } <= limits.max_compute_workgroup_storage_size
+    };
+    let busy = |bn: usize| m.div_ceil(TILED_BM) * n.div_ceil(bn) >= LARGE_MIN_GROUPS;
     let [small, large] = TILED_SIDES;
     let mb = match (fits(large) && busy(large as usize), fits(small)) {
         (true, _) => large,
