@@ -2,9 +2,6 @@
 // Layout    x, dst: [n_rows, d] row-major f32; gain: [d]
 // Launch    one block per row; blockDim.x threads stride along the row
 // Numerics  f32 partial sums, reduced by block_sum (warp shuffles, then shared memory)
-// rms_norm_q8  the same, and also dst's two int8 planes for the decode GEMV (quantize_q8_1.cu, joined
-//              before this file): the matmuls that read dst next skip their own quantize launch.
-//              Needs d a multiple of 32 and blockDim.x a multiple of 32 (each warp step covers one block).
 
 extern "C" __global__ void rms_norm(const float* x, const float* gain, float* dst, u32 d, float eps) {
     const u64 row_start = (u64)blockIdx.x * d;
@@ -16,21 +13,4 @@ extern "C" __global__ void rms_norm(const float* x, const float* gain, float* ds
     sum_sq = block_sum(sum_sq);
     const float scale = rsqrtf(sum_sq / (float)d + eps);
     for (u32 i = threadIdx.x; i < d; i += blockDim.x) dst[row_start + i] = x[row_start + i] * scale * gain[i];
-}
-
-extern "C" __global__ void rms_norm_q8(const float* x, const float* gain, float* dst, u32 d, float eps,
-                                       signed char* xq, float2* xds, u64 total) {
-    const u64 row_start = (u64)blockIdx.x * d;
-    float sum_sq = 0.0f;
-    for (u32 i = threadIdx.x; i < d; i += blockDim.x) {
-        const float v = x[row_start + i];
-        sum_sq += v * v;
-    }
-    sum_sq = block_sum(sum_sq);
-    const float scale = rsqrtf(sum_sq / (float)d + eps);
-    for (u32 i = threadIdx.x; i < d; i += blockDim.x) {  // d % 32 == 0: whole warps iterate together
-        const float v = x[row_start + i] * scale * gain[i];
-        dst[row_start + i] = v;
-        quantize_q8_1_lane(v, row_start + i, total, xq, xds);
-    }
 }

@@ -78,7 +78,7 @@ impl Module {
 
     fn parts(self) -> Vec<Part> {
         match self {
-            Module::RmsNorm => vec![file!("quantize_q8_1.cu"), file!("rms_norm.cu")],
+            Module::RmsNorm => vec![file!("rms_norm.cu")],
             Module::Rope => vec![file!("rope.cu")],
             Module::RmsNormRope => vec![file!("rope.cu"), file!("rms_norm_rope.cu")],
             Module::SiluMul => vec![file!("silu_mul.cu")],
