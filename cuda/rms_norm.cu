@@ -2,6 +2,8 @@
 // Layout    x, dst: [n_rows, d] row-major f32; gain: [d]
 // Launch    one block per row; blockDim.x threads stride along the row
 // Numerics  f32 partial sums, reduced by block_sum (warp shuffles, then shared memory)
+// add_rms_norm  x[r, :] += y[r, :], then rms_norm of the sum into dst: the same adds and the same sums
+//               in the same order as add_assign then rms_norm, so the same bits, one launch fewer
 
 extern "C" __global__ void rms_norm(const float* x, const float* gain, float* dst, u32 d, float eps) {
     const u64 row_start = (u64)blockIdx.x * d;
@@ -12,5 +14,19 @@ extern "C" __global__ void rms_norm(const float* x, const float* gain, float* ds
     }
     sum_sq = block_sum(sum_sq);
     const float scale = rsqrtf(sum_sq / (float)d + eps);
+    for (u32 i = threadIdx.x; i < d; i += blockDim.x) dst[row_start + i] = x[row_start + i] * scale * gain[i];
+}
+
+extern "C" __global__ void add_rms_norm(float* x, const float* y, const float* gain, float* dst, u32 d, float eps) {
+    const u64 row_start = (u64)blockIdx.x * d;
+    float sum_sq = 0.0f;
+    for (u32 i = threadIdx.x; i < d; i += blockDim.x) {
+        const float v = x[row_start + i] + y[row_start + i];
+        x[row_start + i] = v;
+        sum_sq += v * v;
+    }
+    sum_sq = block_sum(sum_sq);
+    const float scale = rsqrtf(sum_sq / (float)d + eps);
+    // Each thread rereads only the x values it wrote itself.
     for (u32 i = threadIdx.x; i < d; i += blockDim.x) dst[row_start + i] = x[row_start + i] * scale * gain[i];
 }

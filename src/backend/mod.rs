@@ -189,6 +189,19 @@ pub trait Backend: Send + Sync + Sized + 'static {
     // ---- norm -----------------------------------------------------------------------------
     /// dst[r, :] = x[r, :] · gain / sqrt(mean(x[r, :]²) + eps)    x, dst: [rows, d]; gain: [1, d]
     fn rms_norm(&self, x: &Tensor<Self>, gain: &Tensor<Self>, eps: f32, dst: &mut Tensor<Self>) -> Result<()>;
+    /// x += y, then dst = rms_norm(x): a residual add and the next sublayer's norm, which a backend
+    /// may run as one pass (cuda does). By default `add_assign` then `rms_norm`.
+    fn add_rms_norm(
+        &self,
+        x: &mut Tensor<Self>,
+        y: &Tensor<Self>,
+        gain: &Tensor<Self>,
+        eps: f32,
+        dst: &mut Tensor<Self>,
+    ) -> Result<()> {
+        self.add_assign(x, y)?;
+        self.rms_norm(x, gain, eps, dst)
+    }
 
     // ---- rope -----------------------------------------------------------------------------
     /// Rotates every head of x[t, :] = [n_heads · head_dim] in place by position pos[t].

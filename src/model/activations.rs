@@ -15,7 +15,8 @@ pub struct Activations<B: Backend> {
     pub ids: Tensor<B>,            // u32 [n_tokens, 1]
     pub batch: AttnBatch<B>,       // seq, pos, slot: u32 [n_tokens, 1]; block_table: u32 [n_tokens, max_blocks]
     pub x: Tensor<B>,              // [n_tokens, d_model]  residual stream
-    pub xb: Tensor<B>,             // [n_tokens, d_model]  normed input / sublayer output
+    pub xn: Tensor<B>,             // [n_tokens, d_model]  normed input of a sublayer
+    pub xb: Tensor<B>,             // [n_tokens, d_model]  sublayer output
     pub q: Tensor<B>,              // [n_tokens, q_dim]
     pub k: Tensor<B>,              // [n_tokens, kv_dim]
     pub v: Tensor<B>,              // [n_tokens, kv_dim]
@@ -62,6 +63,7 @@ impl<B: Backend> Activations<B> {
                 block_size,
             },
             x: f(n_tokens, c.d_model)?,
+            xn: f(n_tokens, c.d_model)?,
             xb: f(n_tokens, c.d_model)?,
             q: f(n_tokens, c.q_dim())?,
             k: f(n_tokens, c.kv_dim())?,

@@ -33,11 +33,15 @@ impl<B: Backend> Llama<B> {
             scale: 1.0 / (c.head_dim as f32).sqrt(),
         };
         be.embed(&w.embed, &a.ids, &mut a.x)?; // x: [n_tokens, d_model]
-        for (layer, kv) in w.layers.iter().zip(cache.layers.iter_mut()) {
-            // Attention block: x += W_o · attention(rope(W_q · norm(x)), cache ∪ rope(W_k · norm(x)), W_v · norm(x))
-            be.rms_norm(&a.x, &layer.attn_norm, eps, &mut a.xb)?; // xb: [n_tokens, d_model]
+        // Only as many layers as the cache holds (a shallow cache is a self-speculation draft).
+        let layers = &w.layers[..w.layers.len().min(cache.layers.len())];
+        if let Some(first) = layers.first() {
+            be.rms_norm(&a.x, &first.attn_norm, eps, &mut a.xn)?; // xn: [n_tokens, d_model]
+        }
+        for (i, (layer, kv)) in layers.iter().zip(cache.layers.iter_mut()).enumerate() {
+            // Attention block: x += W_o · attention(rope(W_q · xn), cache ∪ rope(W_k · xn), W_v · xn), xn = norm(x)
             // q: [n_tokens, n_heads · head_dim]; k, v: [n_tokens, n_kv_heads · head_dim]
-            be.matmuls(&a.xb, &mut [(&layer.w_q, &mut a.q), (&layer.w_k, &mut a.k), (&layer.w_v, &mut a.v)])?;
+            be.matmuls(&a.xn, &mut [(&layer.w_q, &mut a.q), (&layer.w_k, &mut a.k), (&layer.w_v, &mut a.v)])?;
             if let (Some(b_q), Some(b_k), Some(b_v)) = (&layer.b_q, &layer.b_k, &layer.b_v) {
                 be.add_bias(&mut a.q, b_q)?;
                 be.add_bias(&mut a.k, b_k)?;
@@ -48,15 +52,16 @@ impl<B: Backend> Llama<B> {
             be.kv_write(&a.k, &a.v, &a.batch.slot, kv)?; // cache[slot[t]] = k[t], v[t]
             be.attention(&a.q, kv, &a.batch, &shape, &mut a.att)?; // att: [n_tokens, n_heads · head_dim]
             be.matmul(&a.att, &layer.w_o, &mut a.xb)?; // xb: [n_tokens, d_model]
-            be.add_assign(&mut a.x, &a.xb)?;
+            be.add_rms_norm(&mut a.x, &a.xb, &layer.ffn_norm, eps, &mut a.xn)?;
 
-            // Feed-forward block: x += W_down · (silu(W_gate · norm(x)) ⊙ W_up · norm(x))
-            be.rms_norm(&a.x, &layer.ffn_norm, eps, &mut a.xb)?;
-            // gate, up: [n_tokens, d_ff]
-            be.matmuls(&a.xb, &mut [(&layer.w_gate, &mut a.gate), (&layer.w_up, &mut a.up)])?;
+            // Feed-forward block: x += W_down · (silu(W_gate · xn) ⊙ W_up · xn), xn = next layer's norm(x)
+            be.matmuls(&a.xn, &mut [(&layer.w_gate, &mut a.gate), (&layer.w_up, &mut a.up)])?; // [n_tokens, d_ff]
             be.silu_mul(&a.gate, &a.up, &mut a.hidden_ff)?; // hidden_ff: [n_tokens, d_ff]
             be.matmul(&a.hidden_ff, &layer.w_down, &mut a.xb)?; // xb: [n_tokens, d_model]
-            be.add_assign(&mut a.x, &a.xb)?;
+            match layers.get(i + 1) {
+                Some(next) => be.add_rms_norm(&mut a.x, &a.xb, &next.attn_norm, eps, &mut a.xn)?,
+                None => be.add_assign(&mut a.x, &a.xb)?,
+            }
         }
         // Only the rows that need logits go through the (vocab-wide) output projection.
         be.gather_rows(&a.x, &a.logit_rows, &mut a.last)?; // last: [n_logits, d_model]

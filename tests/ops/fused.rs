@@ -68,3 +68,43 @@ pub fn norm_then_matmuls<B: Backend>(b: &B) {
         }
     }
 }
+
+/// add_rms_norm == add_assign then rms_norm, bit for bit (x and dst both).
+pub fn add_rms_norm<B: Backend>(b: &B) {
+    for (rows, d) in [(1, 576), (3, 4096), (9, 100), (40, 64)] {
+        let mut rng = Rng::from_name(&format!("add_rms_norm {rows}x{d}"));
+        let (x0, y_host, gain_host) = (rng.fill(rows * d, -3.0, 3.0), rng.fill(rows * d, -3.0, 3.0), rng.fill(d, 0.5, 1.5));
+        let (y, gain) = (f32_tensor(b, rows, d, &y_host).unwrap(), f32_tensor(b, 1, d, &gain_host).unwrap());
+        let (mut x, mut dst) = (f32_tensor(b, rows, d, &x0).unwrap(), b.alloc(DType::F32, rows, d).unwrap());
+        b.add_rms_norm(&mut x, &y, &gain, 1e-5, &mut dst).unwrap();
+        let (mut x2, mut dst2) = (f32_tensor(b, rows, d, &x0).unwrap(), b.alloc(DType::F32, rows, d).unwrap());
+        b.add_assign(&mut x2, &y).unwrap();
+        b.rms_norm(&x2, &gain, 1e-5, &mut dst2).unwrap();
+        let what = format!("add_rms_norm {rows}x{d}");
+        assert_bits_eq(&format!("{what}: x"), &read_f32(b, &x).unwrap(), &read_f32(b, &x2).unwrap());
+        assert_bits_eq(&format!("{what}: dst"), &read_f32(b, &dst).unwrap(), &read_f32(b, &dst2).unwrap());
+    }
+}
+
+/// silu_mul then a matmul of its output (cuda leaves the int8 planes from silu_mul) == the matmul
+/// of a fresh copy of the same values.
+pub fn silu_then_matmul<B: Backend>(b: &B) {
+    let (k, n) = (1536, 40);
+    for format in [Format::Q4_0, Format::Q4_1, Format::Q8_0] {
+        let mut rng = Rng::from_name(&format!("silu then matmul {}", format.name()));
+        let w = upload(b, format, n, k, random_weight(&mut rng, format, n, k)).unwrap();
+        for m in [1, 4, 8] {
+            let gate = f32_tensor(b, m, k, &rng.fill(m * k, -4.0, 4.0)).unwrap();
+            let up = f32_tensor(b, m, k, &rng.fill(m * k, -2.0, 2.0)).unwrap();
+            let mut hidden = b.alloc(DType::F32, m, k).unwrap();
+            b.silu_mul(&gate, &up, &mut hidden).unwrap();
+            let mut got = b.alloc(DType::F32, m, n).unwrap();
+            b.matmul(&hidden, &w, &mut got).unwrap();
+            let copy = f32_tensor(b, m, k, &read_f32(b, &hidden).unwrap()).unwrap();
+            let mut want = b.alloc(DType::F32, m, n).unwrap();
+            b.matmul(&copy, &w, &mut want).unwrap();
+            let what = format!("silu_mul → matmul {} m={m}", format.name());
+            assert_bits_eq(&what, &read_f32(b, &got).unwrap(), &read_f32(b, &want).unwrap());
+        }
+    }
+}

@@ -95,6 +95,18 @@ macro_rules! op_suite {
                 }
             }
             #[test]
+            fn add_rms_norm() {
+                if let Some(b) = backend() {
+                    crate::fused::add_rms_norm(&*b)
+                }
+            }
+            #[test]
+            fn silu_then_matmul() {
+                if let Some(b) = backend() {
+                    crate::fused::silu_then_matmul(&*b)
+                }
+            }
+            #[test]
             fn invariance_attention() {
                 if let Some(b) = invariant_backend() {
                     crate::invariance::attention(&*b, $t)

@@ -1,8 +1,9 @@
 //! Elementwise ops on CUDA: `cuda/{silu_mul,add_assign,add_bias,gather_rows}.cu`, one thread per element.
 
-use cudarc::driver::PushKernelArg;
+use cudarc::driver::{DevicePtr, PushKernelArg};
 
 use super::context::{Cuda, driver, expect_below, grid_1d};
+use super::matmul::{VEC_MAX_M, q8_layout};
 use super::source::Module;
 use crate::backend::{DType, Tensor, expect_shape};
 use crate::error::{Error, Result};
@@ -14,11 +15,25 @@ pub fn silu_mul(cuda: &Cuda, gate: &Tensor<Cuda>, up: &Tensor<Cuda>, dst: &mut T
     if n == 0 {
         return Ok(());
     }
-    let f = cuda.function(Module::SiluMul, "silu_mul")?;
+    if gate.rows > VEC_MAX_M || !gate.cols.is_multiple_of(32) {
+        let f = cuda.function(Module::SiluMul, "silu_mul")?;
+        let mut l = cuda.stream.launch_builder(&f);
+        l.arg(&gate.buf.dev).arg(&up.buf.dev).arg(&mut dst.buf.dev).arg(&n);
+        // SAFETY: (gate, up, dst, n) match cuda/silu_mul.cu; all three hold n floats.
+        unsafe { l.launch(grid_1d(n, 256)?) }.map_err(driver)?;
+        return Ok(());
+    }
+    // Decode-sized rows: also leave dst's int8 planes for the down projection's GEMV.
+    let (xds_at, bytes) = q8_layout(dst.len());
+    let mut guard = cuda.scratch(&cuda.q8_scratch, bytes)?;
+    let (mut xq, mut xds) = guard.as_mut().expect("scratch allocated").split_at_mut(xds_at);
+    let f = cuda.function(Module::SiluMul, "silu_mul_q8")?;
     let mut l = cuda.stream.launch_builder(&f);
-    l.arg(&gate.buf.dev).arg(&up.buf.dev).arg(&mut dst.buf.dev).arg(&n);
-    // SAFETY: (gate, up, dst, n) match cuda/silu_mul.cu; all three hold n floats.
+    l.arg(&gate.buf.dev).arg(&up.buf.dev).arg(&mut dst.buf.dev).arg(&n).arg(&mut xq).arg(&mut xds);
+    // SAFETY: arguments match silu_mul_q8 in cuda/silu_mul.cu; gate, up, dst hold n floats (a
+    // multiple of 32), xq 2·n bytes and xds 2·n/32 float2 (q8_layout).
     unsafe { l.launch(grid_1d(n, 256)?) }.map_err(driver)?;
+    cuda.q8_quantized((dst.buf.dev.device_ptr(&cuda.stream).0, dst.len()));
     Ok(())
 }
 

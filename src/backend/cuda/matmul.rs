@@ -15,7 +15,7 @@ use crate::backend::{DType, Tensor, Weight, expect_shape};
 use crate::error::{Error, Result};
 
 /// Largest m served by the GEMV kernels.
-const VEC_MAX_M: usize = 8;
+pub(super) const VEC_MAX_M: usize = 8;
 const VEC_THREADS: u32 = 128;
 /// Output tile of matmul_mma: MMA_BM activation rows × MMA_BN weight rows (cuda/matmul_mma.cu).
 const MMA_BM: u32 = 64;
@@ -164,7 +164,7 @@ fn with_q8_1(
 
 /// Where the q8 scratch puts the scales of `total` quantized values, and its size: the two int8
 /// planes (2 · total bytes), then 16-byte aligned (d, d·Σq) float2 pairs for each plane's blocks.
-fn q8_layout(total: usize) -> (usize, usize) {
+pub(super) fn q8_layout(total: usize) -> (usize, usize) {
     let xds_at = (2 * total).next_multiple_of(16);
     (xds_at, xds_at + 2 * (total / 32) * 8)
 }

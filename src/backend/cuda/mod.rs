@@ -80,6 +80,16 @@ impl Backend for Cuda {
     fn rms_norm(&self, x: &Tensor<Self>, gain: &Tensor<Self>, eps: f32, dst: &mut Tensor<Self>) -> Result<()> {
         self.op(|| ("rms_norm".into(), 0), || norm::rms_norm(self, x, gain, eps, dst))
     }
+    fn add_rms_norm(
+        &self,
+        x: &mut Tensor<Self>,
+        y: &Tensor<Self>,
+        gain: &Tensor<Self>,
+        eps: f32,
+        dst: &mut Tensor<Self>,
+    ) -> Result<()> {
+        self.op(|| ("add_rms_norm".into(), 0), || norm::add_rms_norm(self, x, y, gain, eps, dst))
+    }
     fn rope(&self, x: &mut Tensor<Self>, pos: &Tensor<Self>, rope: &Rope) -> Result<()> {
         self.op(|| ("rope".into(), 0), || rope::rope(self, x, pos, rope))
     }

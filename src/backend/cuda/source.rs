@@ -81,7 +81,7 @@ impl Module {
             Module::RmsNorm => vec![file!("rms_norm.cu")],
             Module::Rope => vec![file!("rope.cu")],
             Module::RmsNormRope => vec![file!("rope.cu"), file!("rms_norm_rope.cu")],
-            Module::SiluMul => vec![file!("silu_mul.cu")],
+            Module::SiluMul => vec![file!("quantize_q8_1.cu"), file!("silu_mul.cu")],
             Module::AddAssign => vec![file!("add_assign.cu")],
             Module::AddBias => vec![file!("add_bias.cu")],
             Module::GatherRows => vec![file!("gather_rows.cu")],
