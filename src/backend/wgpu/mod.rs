@@ -95,7 +95,7 @@ impl Wgpu {
                 if self.ctx.batch_invariant {
                     "yes (ULTRA_WGPU_BATCH_INVARIANT=1: GEMV matmuls for every m)"
                 } else {
-                    "no (m ≥ 32 runs the tiled matmul; ULTRA_WGPU_BATCH_INVARIANT=1 to keep it)"
+                    "no (m ≥ 64 runs the tiled matmul; ULTRA_WGPU_BATCH_INVARIANT=1 to keep it)"
                 }
             ),
             format!("max buffer: {} MiB", l.max_buffer_size >> 20),
