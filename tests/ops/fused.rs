@@ -73,7 +73,8 @@ pub fn norm_then_matmuls<B: Backend>(b: &B) {
 pub fn add_rms_norm<B: Backend>(b: &B) {
     for (rows, d) in [(1, 576), (3, 4096), (9, 100), (40, 64)] {
         let mut rng = Rng::from_name(&format!("add_rms_norm {rows}x{d}"));
-        let (x0, y_host, gain_host) = (rng.fill(rows * d, -3.0, 3.0), rng.fill(rows * d, -3.0, 3.0), rng.fill(d, 0.5, 1.5));
+        let (x0, y_host, gain_host) =
+            (rng.fill(rows * d, -3.0, 3.0), rng.fill(rows * d, -3.0, 3.0), rng.fill(d, 0.5, 1.5));
         let (y, gain) = (f32_tensor(b, rows, d, &y_host).unwrap(), f32_tensor(b, 1, d, &gain_host).unwrap());
         let (mut x, mut dst) = (f32_tensor(b, rows, d, &x0).unwrap(), b.alloc(DType::F32, rows, d).unwrap());
         b.add_rms_norm(&mut x, &y, &gain, 1e-5, &mut dst).unwrap();

@@ -23,7 +23,13 @@ const MMA_BN: u32 = 128;
 
 /// Profile row of one call: path, format, shape; bytes = the weight, read once.
 pub fn label(x: &Tensor<Cuda>, w: &Weight<Cuda>) -> (String, u64) {
-    let path = if x.rows <= VEC_MAX_M { "vec" } else if w.format.is_quantized() { "mma" } else { "tile" };
+    let path = if x.rows <= VEC_MAX_M {
+        "vec"
+    } else if w.format.is_quantized() {
+        "mma"
+    } else {
+        "tile"
+    };
     let bytes = w.format.row_bytes(w.cols).unwrap_or(0) * w.rows;
     (format!("matmul_{path} {} m{} n{} k{}", w.format.name(), x.rows, w.rows, w.cols), bytes as u64)
 }

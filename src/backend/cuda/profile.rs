@@ -75,7 +75,10 @@ impl Drop for Profiler {
         for (label, &(ms, calls, bytes)) in rows {
             let per_call_us = ms * 1e3 / calls as f64;
             let bw = if bytes > 0 { format!("{:>7.0} GB/s", bytes as f64 / per_call_us / 1e3) } else { String::new() };
-            eprintln!("  {:>5.1}%  {ms:>10.3} ms  {calls:>7} calls  {per_call_us:>9.2} µs/call {bw}  {label}", 100.0 * ms / all);
+            eprintln!(
+                "  {:>5.1}%  {ms:>10.3} ms  {calls:>7} calls  {per_call_us:>9.2} µs/call {bw}  {label}",
+                100.0 * ms / all
+            );
         }
     }
 }
