@@ -30,7 +30,12 @@ fn batched<B: Backend>(
         scheduler.submit(Request { index, prompt: p.clone(), max_tokens: MAX_TOKENS, sampler }).unwrap();
     }
     let mut done = Vec::new();
-    scheduler.run(|c| Ok(done.push(c))).unwrap();
+    scheduler
+        .run(|c| {
+            done.push(c);
+            Ok(())
+        })
+        .unwrap();
     let (steps, preemptions) = (scheduler.steps, scheduler.preemptions);
     done.sort_by_key(|c| c.index);
     (done, steps, preemptions)

@@ -137,10 +137,10 @@ fn second_token_distribution(runner: &mut Runner<Cpu>, prompt: &[u32], vocab: us
     runner.forward(&Batch::sequence(seq, 0, prompt, false)).unwrap();
     let p1 = softmax(runner.logits(0));
     let mut p2 = vec![0f64; vocab];
-    for t1 in 0..vocab {
+    for (t1, &p_t1) in p1.iter().enumerate() {
         runner.forward(&Batch::sequence(seq, prompt.len(), &[t1 as u32], false)).unwrap();
         let cond = softmax(runner.logits(0));
-        p2.iter_mut().zip(cond).for_each(|(a, c)| *a += p1[t1] * c);
+        p2.iter_mut().zip(cond).for_each(|(a, c)| *a += p_t1 * c);
         runner.cache.truncate(seq, prompt.len()).unwrap();
     }
     runner.cache.remove_seq(seq).unwrap();

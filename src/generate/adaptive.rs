@@ -50,10 +50,10 @@ impl AdaptiveWindow {
         } else if accepted * 2 < drafted {
             self.k = self.k.saturating_sub(1).max(self.k_min);
         }
-        if let (Some(spec), Some(plain)) = (self.spec_tok_s, self.plain_tok_s) {
-            if spec < plain {
-                self.off_for = OFF_STEPS;
-            }
+        if let (Some(spec), Some(plain)) = (self.spec_tok_s, self.plain_tok_s)
+            && spec < plain
+        {
+            self.off_for = OFF_STEPS;
         }
     }
 

@@ -38,21 +38,19 @@ pub fn perplexity<B: Backend>(
         for start in (0..ctx).step_by(batch_size.max(1)) {
             let end = (start + batch_size.max(1)).min(ctx);
             let mut batch = Batch::new();
-            for pos in start..end {
-                batch.push(chunk[pos], seq, pos, pos >= first && pos + 1 < ctx);
+            for (pos, &token) in chunk.iter().enumerate().take(end).skip(start) {
+                batch.push(token, seq, pos, pos >= first && pos + 1 < ctx);
             }
             let result = runner.forward(&batch);
             if let Err(e) = result {
                 runner.cache.remove_seq(seq)?;
                 return Err(e);
             }
-            let mut row = 0;
-            for pos in (start..end).filter(|&p| p >= first && p + 1 < ctx) {
+            for (row, pos) in (start..end).filter(|&p| p >= first && p + 1 < ctx).enumerate() {
                 let lp = log_softmax_at(runner.logits(row), chunk[pos + 1] as usize);
                 nll -= lp;
                 nll2 += lp * lp;
                 count += 1;
-                row += 1;
             }
         }
         runner.cache.remove_seq(seq)?;

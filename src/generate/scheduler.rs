@@ -197,6 +197,7 @@ impl<'a, B: Backend> Scheduler<'a, B> {
     /// One token per decoding sequence, then prompt chunks within the token budget; preempts
     /// the youngest sequences until the batch's pages fit. Returns the batch, (sequence index in
     /// `running`, tokens fed) per sequence, and per logits row the index of its sequence.
+    #[allow(clippy::type_complexity)] // the three parts of a plan, named in the doc above
     fn build_batch(&mut self) -> Result<(Batch, Vec<(usize, usize)>, Vec<usize>)> {
         loop {
             let plan = self.plan();

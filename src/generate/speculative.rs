@@ -85,6 +85,7 @@ fn verify(runner: &Runner<impl Backend>, sampler: &mut Sampler, draft: &Draft, h
 }
 
 /// Like `generate`, with a drafter proposing `spec.k` tokens per target forward pass.
+#[allow(clippy::too_many_arguments)] // `generate`'s six, plus the drafter and its options
 pub fn generate_speculative<B: Backend>(
     runner: &mut Runner<B>,
     seq: SeqId,

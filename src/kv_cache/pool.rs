@@ -146,10 +146,10 @@ impl BlockPool {
 
     /// Forgets a block's content (it is about to be overwritten or evicted).
     pub fn unregister(&mut self, block: u32) {
-        if let Some(entry) = self.registered[block as usize].take() {
-            if self.by_hash.get(&entry.hash) == Some(&block) {
-                self.by_hash.remove(&entry.hash);
-            }
+        if let Some(entry) = self.registered[block as usize].take()
+            && self.by_hash.get(&entry.hash) == Some(&block)
+        {
+            self.by_hash.remove(&entry.hash);
         }
     }
 

@@ -237,12 +237,12 @@ pub unsafe fn axpy_rows(p: &[f32], src: &[f32], at: &[usize], out: &mut [f32]) {
             let mut acc: [__m512; 4] = std::array::from_fn(|c| _mm512_loadu_ps(po.add(16 * c)));
             for (&pj, &a) in p.iter().zip(at) {
                 let (pv, row) = (_mm512_set1_ps(pj), src.as_ptr().add(a + i));
-                for c in 0..4 {
-                    acc[c] = _mm512_fmadd_ps(pv, _mm512_loadu_ps(row.add(16 * c)), acc[c]);
+                for (c, a) in acc.iter_mut().enumerate() {
+                    *a = _mm512_fmadd_ps(pv, _mm512_loadu_ps(row.add(16 * c)), *a);
                 }
             }
-            for c in 0..4 {
-                _mm512_storeu_ps(po.add(16 * c), acc[c]);
+            for (c, a) in acc.iter().enumerate() {
+                _mm512_storeu_ps(po.add(16 * c), *a);
             }
         }
         i += 64;

@@ -137,14 +137,7 @@ fn exp(x: f32) -> f32 {
     const LN2_HI: f32 = 0.693_359_4; // ln 2 split so n·LN2_HI is exact for |n| ≤ 128
     const LN2_LO: f32 = -2.121_944_4e-4;
     const ROUND: f32 = 12_582_912.0; // 1.5 · 2^23: adding and subtracting it rounds to an integer
-    // Comparisons written so that NaN falls through both clamps.
-    let x = if x < -87.0 {
-        -87.0
-    } else if x > 88.0 {
-        88.0
-    } else {
-        x
-    };
+    let x = x.clamp(-87.0, 88.0); // NaN stays NaN
     let n = (x * LOG2E + ROUND) - ROUND;
     let r = n.mul_add(-LN2_LO, n.mul_add(-LN2_HI, x));
     let mut p = 1.987_569_2e-4f32;
@@ -152,7 +145,7 @@ fn exp(x: f32) -> f32 {
     p = p.mul_add(r, 8.333_452e-3);
     p = p.mul_add(r, 4.166_579_6e-2);
     p = p.mul_add(r, 1.666_666_5e-1);
-    p = p.mul_add(r, 5.000_000_1e-1);
+    p = p.mul_add(r, 5e-1);
     let y = p.mul_add(r * r, r) + 1.0;
     y * f32::from_bits(((n as i32 + 127) as u32) << 23)
 }

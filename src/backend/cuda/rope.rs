@@ -14,7 +14,11 @@ fn geometry(
     pos: &Tensor<Cuda>,
     rope: &Rope,
 ) -> Result<Option<(LaunchConfig, u32)>> {
-    if rope.head_dim == 0 || x.cols % rope.head_dim != 0 || rope.n_rot > rope.head_dim || rope.n_rot % 2 != 0 {
+    if rope.head_dim == 0
+        || !x.cols.is_multiple_of(rope.head_dim)
+        || rope.n_rot > rope.head_dim
+        || !rope.n_rot.is_multiple_of(2)
+    {
         return Err(Error::InvalidArgument(format!(
             "{op}: {} columns, head_dim {}, n_rot {}",
             x.cols, rope.head_dim, rope.n_rot

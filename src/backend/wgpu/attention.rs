@@ -97,7 +97,7 @@ pub fn attention(
     if hd == 0 || hd > 256 || !hd.is_multiple_of(4) {
         return Err(unsupported(format!("head_dim {hd} (a multiple of 4, at most 256)")));
     }
-    if shape.n_kv_heads == 0 || shape.n_heads % shape.n_kv_heads != 0 {
+    if shape.n_kv_heads == 0 || !shape.n_heads.is_multiple_of(shape.n_kv_heads) {
         return Err(Error::InvalidArgument(format!("attention: {shape:?}")));
     }
     expect_shape("attention", q, n_tokens, shape.n_heads * hd)?;

@@ -233,7 +233,7 @@ impl Context {
     /// A new buffer of `bytes` (at least 4) for storage and copies.
     pub fn buffer(&self, bytes: u64, label: &str) -> Result<GpuBuffer> {
         let size = bytes.max(4).next_multiple_of(4);
-        if size > self.limits.max_buffer_size || size > self.limits.max_storage_buffer_binding_size as u64 {
+        if size > self.limits.max_buffer_size || size > self.limits.max_storage_buffer_binding_size {
             return Err(Error::Unsupported {
                 op: "alloc",
                 backend: "wgpu",

@@ -10,7 +10,11 @@ use crate::error::{Error, Result};
 fn rope_params(be: &Wgpu, x: &Tensor<Wgpu>, pos: &Tensor<Wgpu>, rope: &Rope) -> Result<[u32; 7]> {
     expect_shape("rope", pos, x.rows, 1)?;
     be.expect_dtypes("rope", &[(x, DType::F32), (pos, DType::U32)])?;
-    if rope.head_dim == 0 || x.cols % rope.head_dim != 0 || rope.n_rot > rope.head_dim || rope.n_rot % 2 != 0 {
+    if rope.head_dim == 0
+        || !x.cols.is_multiple_of(rope.head_dim)
+        || rope.n_rot > rope.head_dim
+        || !rope.n_rot.is_multiple_of(2)
+    {
         return Err(Error::InvalidArgument(format!("rope: {rope:?} does not fit rows of {}", x.cols)));
     }
     let neox = (rope.style == RopeStyle::Neox) as u32;
