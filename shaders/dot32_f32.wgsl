@@ -1,6 +1,6 @@
 // dot32_f32  matmul_vec's per-block products in f32: block_fma(d, w0..w3, x) = fma(d, (w_r·x)_r, acc)
 // Layout     Blk: 32 values as 8 vec4 quads (matmul_vec.wgsl); d: the four rows' block scales
-// Launch     none (joined into matmul_vec when the f16 path is off)
+// Launch     none (joined into matmul_vec)
 // Numerics   per row a vec4 fma chain over the 8 quads, then (s.x + s.y) + (s.z + s.w); scaled by d in f32
 
 // Σ a·b over a block: a vec4 fma chain, then a fixed pairwise sum of its lanes.

@@ -3,8 +3,8 @@
 //             dst: [m, n] f32; k is a multiple of 32 (whole blocks)
 // Launch      grid (ceil(n / (4·TEAMS)), ceil(m / MB)); WG threads = TEAMS teams of TPR lanes; a team owns
 //             weight rows 4j..4j+3 and lane t the blocks b ≡ t (mod TPR) of those rows, for MB rows of x
-// Numerics    per (row, x-row, block): acc = block_fma(d, v, x, acc) (dot32_f32.wgsl, or dot32_f16.wgsl with
-//             SHADER_F16) [+ fma(m, Σx, acc)] over the lane's blocks, then row_sum4 over the team: the same
+// Numerics    per (row, x-row, block): acc = block_fma(d, v, x, acc) (dot32_f32.wgsl, f32 on every adapter)
+//             [+ fma(m, Σx, acc)] over the lane's blocks, then row_sum4 over the team: the same
 //             order for every m and MB (bit-identical batches)
 
 const TEAMS: u32 = WG / TPR;

@@ -66,7 +66,7 @@ pub struct Variant {
     /// Matmuls: rows of x per workgroup (each decoded weight is reused this many times); for
     /// matmul_tiled the tile's width BN (its height is always 64).
     pub mb: u32,
-    /// matmul_vec, matmul_tiled: per-block products in f16 (needs SHADER_F16).
+    /// matmul_tiled: per-block products in f16 (needs SHADER_F16).
     pub f16: bool,
 }
 
@@ -103,7 +103,7 @@ impl Variant {
         }
         if self.kernel == Kernel::MatmulVec {
             let format = self.format.expect("matmul_vec has a format");
-            src += if self.f16 { shader!("dot32_f16") } else { shader!("dot32_f32") };
+            src += shader!("dot32_f32");
             return src + decoder32(format) + self.kernel.body();
         }
         if self.kernel == Kernel::MatmulTiled {
@@ -235,7 +235,6 @@ pub const FILES: &[&str] = &[
     "decode32_q5_1",
     "decode32_q8_0",
     "dot32_f32",
-    "dot32_f16",
     "tile32_f32",
     "tile32_f16",
 ];

@@ -85,7 +85,7 @@ impl Wgpu {
             format!(
                 "shader f16: {}",
                 if self.ctx.f16 {
-                    "yes (quantized matmul_vec and matmul_tiled: f16 products per block, f32 accumulation)"
+                    "yes (quantized matmul_tiled: f16 products per block, f32 accumulation)"
                 } else {
                     "no"
                 }
