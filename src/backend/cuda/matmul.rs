@@ -66,13 +66,11 @@ pub fn matmuls(cuda: &Cuda, x: &Tensor<Cuda>, parts: &mut [Part]) -> Result<()> 
     if !fused {
         return parts.iter_mut().try_for_each(|(w, dst)| matmul(cuda, x, w, dst));
     }
-    let mut live = Vec::with_capacity(parts.len());
-    for (w, dst) in parts.iter_mut() {
-        if check(x, w, dst)? {
-            live.push((*w, &mut **dst));
-        }
+    for (w, dst) in parts.iter() {
+        check(x, w, dst)?;
     }
-    if live.is_empty() { Ok(()) } else { matmul_vec(cuda, x, &mut live) }
+    // A part with n = 0 gets no blocks; matmul_vec returns early when nothing is left.
+    matmul_vec(cuda, x, parts)
 }
 
 /// Shapes and dtypes of one matmul; false when there is nothing to compute.
@@ -100,8 +98,11 @@ fn matmul_vec(cuda: &Cuda, x: &Tensor<Cuda>, parts: &mut [Part]) -> Result<()> {
     let items = if format.is_quantized() { k / 32 } else { k };
     let group = (1u32 << (usize::BITS - 1 - items.max(1).leading_zeros())).min(32);
     let rows_per_block = (VEC_THREADS / 32) * (32 / group);
-    let n: Vec<u32> = (0..3).map(|i| parts.get(i).map_or(0, |(w, _)| w.rows as u32)).collect();
+    let n: [u32; 3] = std::array::from_fn(|i| parts.get(i).map_or(0, |(w, _)| w.rows as u32));
     let blocks: u32 = n.iter().map(|n| n.div_ceil(rows_per_block)).sum();
+    if m == 0 || blocks == 0 {
+        return Ok(());
+    }
     let cfg = LaunchConfig {
         grid_dim: (blocks, m.div_ceil(per_launch) as u32, 1),
         block_dim: (VEC_THREADS, 1, 1),

@@ -32,9 +32,30 @@ fn decoder(format: Format) -> Part {
     }
 }
 
-/// A compilation unit: its cache name and its parts after common.cuh.
-#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
-pub enum Module {
+/// Declares `Module` once: the kernels compiled on their own, then the per-format families.
+macro_rules! modules {
+    ($($unit:ident),* $(,)?) => {
+        /// A compilation unit: its cache name and its parts after common.cuh.
+        #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
+        pub enum Module {
+            $($unit,)*
+            Matmul(Format),
+            Embed(Format),
+        }
+
+        impl Module {
+            /// Every module, for ahead-of-time compile checks.
+            pub fn all() -> Vec<Module> {
+                let mut all = vec![$(Module::$unit),*];
+                all.extend(Format::ALL.iter().map(|&f| Module::Matmul(f)));
+                all.extend(Format::ALL.iter().map(|&f| Module::Embed(f)));
+                all
+            }
+        }
+    };
+}
+
+modules!(
     RmsNorm,
     Rope,
     RmsNormRope,
@@ -48,34 +69,9 @@ pub enum Module {
     Argmax,
     TopK,
     QuantizeQ8_1,
-    Matmul(Format),
-    Embed(Format),
-}
+);
 
 impl Module {
-    /// Every module, for ahead-of-time compile checks.
-    pub fn all() -> Vec<Module> {
-        use Module::*;
-        let mut all = vec![
-            RmsNorm,
-            Rope,
-            RmsNormRope,
-            SiluMul,
-            AddAssign,
-            AddBias,
-            GatherRows,
-            KvWrite,
-            CopySlots,
-            Attention,
-            Argmax,
-            TopK,
-            QuantizeQ8_1,
-        ];
-        all.extend(Format::ALL.iter().map(|&f| Matmul(f)));
-        all.extend(Format::ALL.iter().map(|&f| Embed(f)));
-        all
-    }
-
     fn parts(self) -> Vec<Part> {
         match self {
             Module::RmsNorm => vec![file!("rms_norm.cu")],
