@@ -265,7 +265,8 @@ impl Tokenizer {
     /// Ids → bytes, concatenating [`token_bytes`](Self::token_bytes). Lossless: decoding
     /// `encode(text)` gives `text` back byte for byte, except that a SentencePiece vocabulary with
     /// `add_space_prefix` gives back the leading space it added (at the start and after each
-    /// special token), as llama.cpp's `token_to_piece` does. Control tokens render as their text
+    /// special token), as llama.cpp's `token_to_piece` does, and that a `▁` written in the text
+    /// comes back as a space (SentencePiece writes spaces as `▁`, so the two are one token). Control tokens render as their text
     /// (like llama.cpp with `special = true`); ids outside the vocabulary render as nothing.
     pub fn decode(&self, ids: &[u32]) -> Vec<u8> {
         let mut out = Vec::with_capacity(ids.len() * 4);
