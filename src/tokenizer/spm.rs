@@ -26,7 +26,7 @@ pub struct Spm {
     scores: Vec<f32>,
     /// The token of each byte for byte fallback: `<0xNN>`, else the one-byte token (ASCII), else
     /// the unknown token, else none (`u32::MAX`: the byte is dropped; llama.cpp would throw).
-    byte_tokens: [u32; 256],
+    byte_tokens: Box<[u32; 256]>,
 }
 
 /// A candidate merge of the symbols starting at `left` and `right`.
@@ -86,7 +86,7 @@ impl Spm {
                 return Err(Error::Tokenizer(format!("token {id} has type BYTE but its text {text:?} is not <0xNN>")));
             }
         }
-        let mut byte_tokens = [u32::MAX; 256];
+        let mut byte_tokens = Box::new([u32::MAX; 256]);
         for (b, slot) in byte_tokens.iter_mut().enumerate() {
             let hex = format!("<0x{b:02X}>");
             let plain = if b < 0x80 { Some((b as u8 as char).to_string()) } else { None };
@@ -188,10 +188,12 @@ mod tests {
 
     #[test]
     fn highest_score_first_then_leftmost() {
-        // "bc" outscores "ab": abc → a + bc.
-        let vocab = [("a", -1.0), ("b", -1.0), ("c", -1.0), ("ab", -3.0), ("bc", -2.0), ("abc", -9.0)];
+        // "bc" outscores "ab": abc → a + bc; with "ab" better, ab + c.
+        let vocab = [("a", -1.0), ("b", -1.0), ("c", -1.0), ("ab", -3.0), ("bc", -2.0)];
         assert_eq!(run(&vocab, "abc"), [0, 4]);
-        // With "ab" better, a+b first, then ab+c forms "abc".
+        let vocab = [("a", -1.0), ("b", -1.0), ("c", -1.0), ("ab", -2.0), ("bc", -3.0)];
+        assert_eq!(run(&vocab, "abc"), [3, 2]);
+        // Merging goes on while a pair forms a token, whatever its score: ab + c → abc.
         let vocab = [("a", -1.0), ("b", -1.0), ("c", -1.0), ("ab", -2.0), ("bc", -3.0), ("abc", -9.0)];
         assert_eq!(run(&vocab, "abc"), [5]);
         // Equal scores: the leftmost pair merges first: aaa → aa a.
