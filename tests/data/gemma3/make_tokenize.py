@@ -16,6 +16,7 @@ metadata, read with the `gguf` package), and run on every case of CASES:
   encoded alone.
 
 The two agree except on runs of more than 31 spaces (see README.md); both outputs are kept.
+Then 300 seeded random texts (random_cases) get the same treatment.
 Run from the repository root:
 
     python3 -m venv /tmp/venv && /tmp/venv/bin/pip install transformers tokenizers gguf sentencepiece protobuf
@@ -90,6 +91,31 @@ CASES = [
 ]
 
 
+# Seeded random texts on top of CASES: characters of every kind the cases cover, and special-token
+# texts, in random runs (the same pools as tests/tokenizer_gemma3.rs's own round-trip test).
+POOLS = [
+    "aZ0.,'</_xyz",
+    "   \n\t\r",
+    "éßжعन日本한\u0301\u200d",
+    "😀👍\U0001f3fd\U00020000\ue000\U0010fffd\x00\x7f\ufeff",
+]
+WORDS = ["<start_of_turn>", "<end_of_turn>", "<bos>", "<table>", "[multimodal]", "<0x41>", "the", " of", "  ", "\n\n"]
+
+
+def random_cases(n, seed=10):
+    rng = random.Random(seed)
+    out = []
+    for i in range(n):
+        parts = []
+        for _ in range(rng.randrange(1, 40)):
+            if rng.randrange(8) == 0:
+                parts.append(rng.choice(WORDS))
+            else:
+                parts.append(rng.choice(rng.choice(POOLS)))
+        out.append((f"random_{i}", "".join(parts)))
+    return out
+
+
 def load_metadata(path):
     reader = gguf.GGUFReader(path)
     wanted = ("tokenizer.", "general.architecture")
@@ -155,7 +181,7 @@ def main():
         return hf.encode(text, add_special_tokens=False).ids
 
     cases = []
-    for name, text in CASES:
+    for name, text in CASES + random_cases(300):
         case = {"name": name, "text": text, "text_hex": text.encode("utf-8").hex()}
         for parse_special, suffix in ((True, "parse_special"), (False, "no_parse_special")):
             hf_ids, sp_ids = hf_encode(text, parse_special), sp_encode(text, parse_special)
@@ -200,8 +226,19 @@ def main():
         "decode": decode,
     }
     target = Path(__file__).with_name("tokenize.json")
-    target.write_text(json.dumps(out, ensure_ascii=False, indent=1) + "\n")
+    # One case per line: small, and diffs read case by case.
+    def dump(value):
+        return json.dumps(value, ensure_ascii=False, separators=(",", ":"))
+
+    lines = [f' "{key}": {dump(out[key])},' for key in ("model", "made_with", "vocab")]
+    for key in ("cases", "decode"):
+        items = ",\n  ".join(dump(item) for item in out[key])
+        lines.append(f' "{key}": [\n  {items}\n ],')
+    lines[-1] = lines[-1].rstrip(",")
+    target.write_text("{\n" + "\n".join(lines) + "\n}\n")
+    json.loads(target.read_text())
     differ = [c["name"] for c in cases if any(k.startswith("sentencepiece_ids") for k in c)]
+    assert all(name.startswith("spaces_") for name in differ), differ
     print(f"{target}: {len(cases)} cases, {len(decode)} decode cases; HF and SentencePiece differ on {differ}")
 
 
