@@ -50,12 +50,13 @@ pub fn run(args: InfoArgs) -> Result<()> {
                 TokenizerKind::Bpe => format!("byte-level BPE ({} merges)", t.n_merges()),
                 TokenizerKind::SentencePiece => format!("SentencePiece (add_space_prefix {})", t.add_space_prefix()),
             };
+            let id = |id: Option<u32>| id.map_or("none".to_string(), |id| id.to_string());
             println!(
-                "tokenizer: {kind}, {} tokens, bos {:?} (added: {}), eos {:?} (added: {}), end of generation {:?}",
+                "tokenizer: {kind}, {} tokens, bos {} (added: {}), eos {} (added: {}), end of generation {:?}",
                 t.vocab_size(),
-                ids.bos,
+                id(ids.bos),
                 t.add_bos(),
-                ids.eos,
+                id(ids.eos),
                 t.add_eos(),
                 t.eog_ids()
             );
