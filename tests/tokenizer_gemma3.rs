@@ -20,7 +20,7 @@ fn gemma3() -> &'static ultra::fetch::KnownModel {
 fn tokenizer() -> &'static Tokenizer {
     static TOKENIZER: OnceLock<Tokenizer> = OnceLock::new();
     TOKENIZER.get_or_init(|| {
-        let path = gemma3().ensure().unwrap_or_else(|e| panic!("gemma3-270m is needed for this test: {e}"));
+        let path = common::gemma3_path();
         Tokenizer::from_gguf(&Gguf::open(&path).expect("open gemma3")).expect("build the tokenizer")
     })
 }
@@ -182,7 +182,7 @@ fn long_and_hostile_texts_round_trip() {
 
 #[test]
 fn cli_tokenize_by_model_name() {
-    gemma3().ensure().unwrap();
+    common::gemma3_path();
     let run = |args: &[&str]| {
         let out = Command::new(env!("CARGO_BIN_EXE_ultra")).args(args).output().expect("run ultra");
         assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
