@@ -236,3 +236,24 @@ fn random_texts_round_trip() {
         }
     }
 }
+
+/// Without parse_special, the written form of every control token stays text: no merge of
+/// ordinary pieces spells a control (or byte) token in this vocabulary, so llama.cpp's merge
+/// lookup over all tokens and SentencePiece's over ordinary pieces agree here.
+#[test]
+fn control_token_texts_stay_text_without_parse_special() {
+    let tok = tokenizer();
+    let mut checked = 0;
+    for id in 0..tok.vocab_size() as u32 {
+        if !matches!(tok.token_type(id), Some(TokenType::Control | TokenType::Byte)) {
+            continue;
+        }
+        let text = tok.token_str(id).unwrap();
+        let got = tok.encode(text, false).unwrap();
+        let special = got.iter().find(|&&g| tok.token_type(g) == Some(TokenType::Control));
+        assert!(special.is_none() && !got.contains(&id), "{text:?} → {got:?} holds a control or byte token");
+        assert_eq!(tok.decode(&got), text.as_bytes());
+        checked += 1;
+    }
+    assert_eq!(checked, 6249 + 256);
+}
