@@ -162,8 +162,3 @@ fn pack_2bit(levels: &[u8; QK_K], qs: &mut [u8]) {
         }
     }
 }
-
-/// Level of value `v` in a 2-bit plane packed by [`pack_2bit`].
-fn level_2bit(qs: &[u8], v: usize) -> u8 {
-    (qs[32 * (v / 128) + v % 32] >> (2 * ((v % 128) / 32))) & 3
-}

@@ -4,7 +4,7 @@
 //! `2·((v%128)/32)`. `x = (d·sc)·q - (dmin·m)`, q in 0..=3.
 
 use super::search::{Grid, make_qkx2_quants, nearest_int};
-use super::{Q2_K_BLOCK_BYTES, QK_K, dequantize_blocks, f16_at, level_2bit, pack_2bit, put_f16, quantize_blocks};
+use super::{Q2_K_BLOCK_BYTES, QK_K, dequantize_blocks, f16_at, pack_2bit, put_f16, quantize_blocks};
 
 const QS: usize = 16;
 const D: usize = 80;
@@ -12,12 +12,15 @@ const DMIN: usize = 82;
 
 pub fn dequantize_block_q2_k(block: &[u8; Q2_K_BLOCK_BYTES], out: &mut [f32; QK_K]) {
     let (d, dmin) = (f16_at(block, D), f16_at(block, DMIN));
-    let qs = &block[QS..D];
-    for (j, sub) in out.chunks_exact_mut(16).enumerate() {
-        let sc = block[j];
-        let (dl, ml) = (d * (sc & 0xf) as f32, dmin * (sc >> 4) as f32);
-        for (i, y) in sub.iter_mut().enumerate() {
-            *y = dl * level_2bit(qs, 16 * j + i) as f32 - ml;
+    // Each half of 128 values: 32 bytes of qs holding four 2-bit planes; 16 values per sub-block.
+    for (h, (qs, y)) in block[QS..D].chunks_exact(32).zip(out.chunks_exact_mut(128)).enumerate() {
+        for (j, y) in y.chunks_exact_mut(16).enumerate() {
+            let (plane, half) = (j / 2, 16 * (j % 2));
+            let sc = block[8 * h + j];
+            let (dl, ml) = (d * (sc & 0xf) as f32, dmin * (sc >> 4) as f32);
+            for (y, &q) in y.iter_mut().zip(&qs[half..half + 16]) {
+                *y = dl * ((q >> (2 * plane)) & 3) as f32 - ml;
+            }
         }
     }
 }

@@ -6,7 +6,7 @@
 //! in byte `8 + j%4` at bit `2·(j/4)`; it is stored plus 32. `x = (d·(sc - 32))·q`, q in -4..=3.
 
 use super::search::{make_q3_quants, nearest_int};
-use super::{Q3_K_BLOCK_BYTES, QK_K, dequantize_blocks, f16_at, level_2bit, pack_2bit, put_f16, quantize_blocks};
+use super::{Q3_K_BLOCK_BYTES, QK_K, dequantize_blocks, f16_at, pack_2bit, put_f16, quantize_blocks};
 
 const QS: usize = 32;
 const SCALES: usize = 96;
@@ -21,13 +21,19 @@ fn scale(scales: &[u8], j: usize) -> i32 {
 
 pub fn dequantize_block_q3_k(block: &[u8; Q3_K_BLOCK_BYTES], out: &mut [f32; QK_K]) {
     let d = f16_at(block, D);
-    let (hmask, qs, scales) = (&block[..QS], &block[QS..SCALES], &block[SCALES..D]);
-    for (j, sub) in out.chunks_exact_mut(16).enumerate() {
-        let dl = d * scale(scales, j) as f32;
-        for (i, y) in sub.iter_mut().enumerate() {
-            let v = 16 * j + i;
-            let high_clear = (hmask[v % 32] >> (v / 32)) & 1 == 0;
-            *y = dl * (level_2bit(qs, v) as i32 - if high_clear { 4 } else { 0 }) as f32;
+    let (hmask, scales) = (&block[..QS], &block[SCALES..D]);
+    // Each half of 128 values: 32 bytes of qs, four 2-bit planes of 32 values each, and the
+    // plane's bit of hmask; 16 values per sub-block.
+    for (h, (qs, y)) in block[QS..SCALES].chunks_exact(32).zip(out.chunks_exact_mut(128)).enumerate() {
+        for (j, y) in y.chunks_exact_mut(16).enumerate() {
+            let (plane, half) = (j / 2, 16 * (j % 2));
+            let dl = d * scale(scales, 8 * h + j) as f32;
+            let (qs, hm) = (&qs[half..half + 16], &hmask[half..half + 16]);
+            for ((y, &q), &m) in y.iter_mut().zip(qs).zip(hm) {
+                let high_clear = (m >> (4 * h + plane)) & 1 == 0;
+                let level = ((q >> (2 * plane)) & 3) as i32 - if high_clear { 4 } else { 0 };
+                *y = dl * level as f32;
+            }
         }
     }
 }

@@ -34,21 +34,24 @@ fn pack_scale_mins(ls: &[u8; 8], lm: &[u8; 8], scales: &mut [u8]) {
     }
 }
 
-/// The 256 dequantized values of a Q4_K/Q5_K block, given each value's level.
-pub(super) fn dequantize_scale_min(d: f32, dmin: f32, scales: &[u8], level: impl Fn(usize) -> u8, y: &mut [f32; QK_K]) {
-    for (j, out) in y.chunks_exact_mut(32).enumerate() {
-        let (sc, m) = scale_min(scales, j);
-        let (dl, ml) = (d * sc as f32, dmin * m as f32);
-        for (i, v) in out.iter_mut().enumerate() {
-            *v = dl * level(32 * j + i) as f32 - ml;
-        }
-    }
+/// Sub-block j's `(d·sc, dmin·m)` of a Q4_K/Q5_K block.
+pub(super) fn sub_block_scale(d: f32, dmin: f32, scales: &[u8], j: usize) -> (f32, f32) {
+    let (sc, m) = scale_min(scales, j);
+    (d * sc as f32, dmin * m as f32)
 }
 
 pub fn dequantize_block_q4_k(block: &[u8; Q4_K_BLOCK_BYTES], out: &mut [f32; QK_K]) {
-    let qs = &block[16..144];
-    let level = |v: usize| (qs[32 * (v / 64) + v % 32] >> (4 * ((v % 64) / 32))) & 0xf;
-    dequantize_scale_min(f16_at(block, 0), f16_at(block, 2), &block[4..16], level, out);
+    let (d, dmin, scales) = (f16_at(block, 0), f16_at(block, 2), &block[4..16]);
+    // Each 32 bytes hold 64 values: low nibbles the first sub-block, high nibbles the second.
+    for (c, (qs, y)) in block[16..].chunks_exact(32).zip(out.chunks_exact_mut(64)).enumerate() {
+        let (d1, m1) = sub_block_scale(d, dmin, scales, 2 * c);
+        let (d2, m2) = sub_block_scale(d, dmin, scales, 2 * c + 1);
+        let (lo, hi) = y.split_at_mut(32);
+        for ((&q, lo), hi) in qs.iter().zip(lo).zip(hi) {
+            *lo = d1 * (q & 0xf) as f32 - m1;
+            *hi = d2 * (q >> 4) as f32 - m2;
+        }
+    }
 }
 
 /// dst = the values of `src`, whole Q4_K blocks holding exactly `dst.len()` values.

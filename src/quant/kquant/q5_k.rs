@@ -3,18 +3,22 @@
 //! nibbles. Value v's low 4 bits sit where Q4_K puts its nibble; its fifth bit is bit `v/32` of
 //! byte `qh[v%32]`. `x = (d·sc)·q - (dmin·m)`, q in 0..=31.
 
-use super::q4_k::{dequantize_scale_min, quantize_scale_min};
+use super::q4_k::{quantize_scale_min, sub_block_scale};
 use super::search::Grid;
 use super::{Q5_K_BLOCK_BYTES, QK_K, dequantize_blocks, f16_at, quantize_blocks};
 
 pub fn dequantize_block_q5_k(block: &[u8; Q5_K_BLOCK_BYTES], out: &mut [f32; QK_K]) {
+    let (d, dmin, scales) = (f16_at(block, 0), f16_at(block, 2), &block[4..16]);
     let qh = &block[16..48];
-    let qs = &block[48..176];
-    let level = |v: usize| {
-        let low = (qs[32 * (v / 64) + v % 32] >> (4 * ((v % 64) / 32))) & 0xf;
-        low | (((qh[v % 32] >> (v / 32)) & 1) << 4)
-    };
-    dequantize_scale_min(f16_at(block, 0), f16_at(block, 2), &block[4..16], level, out);
+    for (c, (qs, y)) in block[48..].chunks_exact(32).zip(out.chunks_exact_mut(64)).enumerate() {
+        let (d1, m1) = sub_block_scale(d, dmin, scales, 2 * c);
+        let (d2, m2) = sub_block_scale(d, dmin, scales, 2 * c + 1);
+        let (lo, hi) = y.split_at_mut(32);
+        for (((&q, &h), lo), hi) in qs.iter().zip(qh).zip(lo).zip(hi) {
+            *lo = d1 * ((q & 0xf) | (((h >> (2 * c)) & 1) << 4)) as f32 - m1;
+            *hi = d2 * ((q >> 4) | (((h >> (2 * c + 1)) & 1) << 4)) as f32 - m2;
+        }
+    }
 }
 
 /// dst = the values of `src`, whole Q5_K blocks holding exactly `dst.len()` values.

@@ -12,21 +12,18 @@ const QH: usize = 128;
 const SCALES: usize = 192;
 const D: usize = 208;
 
-/// Level of value v in 0..64 (stored `q + 32`).
-fn level(block: &[u8], v: usize) -> u8 {
-    let (h, r) = (v / 128, v % 128);
-    let (k, l) = (r / 32, r % 32);
-    let low = (block[64 * h + l + 32 * (k % 2)] >> (4 * (k / 2))) & 0xf;
-    let high = (block[QH + 32 * h + l] >> (2 * k)) & 3;
-    low | (high << 4)
-}
-
 pub fn dequantize_block_q6_k(block: &[u8; Q6_K_BLOCK_BYTES], out: &mut [f32; QK_K]) {
     let d = f16_at(block, D);
-    for (j, sub) in out.chunks_exact_mut(16).enumerate() {
-        let dl = d * block[SCALES + j] as i8 as f32;
-        for (i, v) in sub.iter_mut().enumerate() {
-            *v = dl * (level(block, 16 * j + i) as i32 - 32) as f32;
+    // Each half of 128 values: 64 bytes of ql, 32 of qh, 8 scales.
+    for (h, y) in out.chunks_exact_mut(128).enumerate() {
+        let (ql, qh, sc) =
+            (&block[64 * h..64 * h + 64], &block[QH + 32 * h..QH + 32 * h + 32], &block[SCALES + 8 * h..]);
+        for (k, y) in y.chunks_exact_mut(32).enumerate() {
+            let (ql, shift) = (&ql[32 * (k % 2)..32 * (k % 2) + 32], 4 * (k / 2));
+            for (l, y) in y.iter_mut().enumerate() {
+                let q = ((ql[l] >> shift) & 0xf) | (((qh[l] >> (2 * k)) & 3) << 4);
+                *y = d * sc[l / 16 + 2 * k] as i8 as f32 * (q as i32 - 32) as f32;
+            }
         }
     }
 }
