@@ -2,8 +2,22 @@
 //! for sm_90, without a GPU. Skips loudly when libnvrtc is missing, unless ULTRA_REQUIRE_CUDA=1.
 #![cfg(feature = "cuda")]
 
-use ultra::backend::cuda::source::{Module, nvrtc_present};
+use ultra::backend::cuda::kernels::{Module, nvrtc_present};
 
+/// Every file in cuda/ is joined into some module (found in the assembled sources: no list of
+/// files is kept by hand). No NVRTC needed.
+#[test]
+fn every_cuda_file_is_used() {
+    let sources: Vec<String> = Module::all().into_iter().map(Module::source).collect();
+    let dir = concat!(env!("CARGO_MANIFEST_DIR"), "/cuda");
+    for entry in std::fs::read_dir(dir).unwrap() {
+        let path = entry.unwrap().path();
+        let text = std::fs::read_to_string(&path).unwrap();
+        assert!(sources.iter().any(|s| s.contains(&text)), "{} is not joined into any module", path.display());
+    }
+}
+
+/// Compiles every module and checks that it defines each entry point the registry declares.
 #[test]
 fn every_cuda_kernel_compiles_for_sm_90() {
     if !nvrtc_present() {
@@ -15,7 +29,15 @@ fn every_cuda_kernel_compiles_for_sm_90() {
     let mut failures = Vec::new();
     for module in Module::all() {
         match module.compile("sm_90") {
-            Ok(_) => eprintln!("compiled {}", module.name()),
+            Ok(ptx) => {
+                let text = ptx.to_src();
+                for entry in module.entries() {
+                    if !text.contains(&format!(".entry {entry}(")) {
+                        failures.push(format!("{}: no entry point {entry}", module.name()));
+                    }
+                }
+                eprintln!("compiled {}", module.name());
+            }
             Err(e) => failures.push(e.to_string()),
         }
     }

@@ -12,7 +12,7 @@ use ultra::model::Config;
 fn cache(layout: CacheLayout) -> (Cpu, KvCache<Cpu>) {
     let config = Config::from_gguf(&tiny_gguf(&TinySpec { n_layers: 1, ..TinySpec::default() })).unwrap();
     let cpu = Cpu::new();
-    let cache = KvCache::new(&cpu, &config, layout).unwrap();
+    let cache = KvCache::new(&cpu, config.n_layers, config.kv_dim(), layout).unwrap();
     (cpu, cache)
 }
 

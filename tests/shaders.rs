@@ -1,8 +1,9 @@
 //! Every wgpu kernel variant, assembled exactly as the backend compiles it, parses and validates
-//! with naga: no GPU needed. Also checks that every file in shaders/ is joined into some variant.
+//! with naga: no GPU needed. Also checks that every file in shaders/ is joined into some variant
+//! (found in the assembled sources, so no list of files is kept by hand).
 #![cfg(feature = "wgpu")]
 
-use ultra::backend::wgpu::kernels::{FILES, Variant};
+use ultra::backend::wgpu::kernels::Variant;
 
 #[test]
 fn every_kernel_variant_validates_with_naga() {
@@ -31,11 +32,12 @@ fn every_kernel_variant_validates_with_naga() {
 #[test]
 fn every_shader_file_is_used_and_has_a_header() {
     let dir = concat!(env!("CARGO_MANIFEST_DIR"), "/shaders");
+    let sources: Vec<String> = Variant::all().iter().map(Variant::source).collect();
     for entry in std::fs::read_dir(dir).unwrap() {
         let path = entry.unwrap().path();
         let stem = path.file_stem().unwrap().to_str().unwrap().to_string();
-        assert!(FILES.contains(&stem.as_str()), "shaders/{stem}.wgsl is not joined into any kernel");
         let text = std::fs::read_to_string(&path).unwrap();
+        assert!(sources.iter().any(|s| s.contains(&text)), "shaders/{stem}.wgsl is not joined into any kernel");
         let header: Vec<&str> = text.lines().take(4).collect();
         assert!(
             header.len() == 4 && header.iter().all(|l| l.starts_with("//")),

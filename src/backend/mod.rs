@@ -14,6 +14,8 @@ pub mod check;
 pub mod cpu;
 #[cfg(feature = "cuda")]
 pub mod cuda;
+pub mod host_mirror;
+pub mod profile;
 #[cfg(feature = "wgpu")]
 pub mod wgpu;
 
@@ -140,8 +142,8 @@ pub enum StepMode {
 }
 
 pub trait Backend: Send + Sync + Sized + 'static {
-    /// Device memory holding one tensor's elements.
-    type Buffer: Send + Sync;
+    /// Device memory holding one tensor's elements (and what the host knows of its indices).
+    type Buffer: Send + Sync + check::HostIndices;
     /// One weight's (possibly repacked) blocks.
     type WeightStorage: Send + Sync;
 
@@ -219,6 +221,21 @@ pub trait Backend: Send + Sync + Sized + 'static {
     // ---- elementwise ----------------------------------------------------------------------
     /// dst = silu(gate) · up                         (SwiGLU; all [rows, d_ff])
     fn silu_mul(&self, gate: &Tensor<Self>, up: &Tensor<Self>, dst: &mut Tensor<Self>) -> Result<()>;
+    /// hidden = silu(gate) · up, then dst = hidden · wᵀ: the feed-forward block's tail as one op, so
+    /// a backend may hand the GEMV what it made of `hidden` (cuda's decode path quantizes it to
+    /// int8 planes while computing it). By default `silu_mul` then `matmul`.
+    ///       gate, up, hidden: [rows, d_ff]; w: [n, d_ff]; dst: [rows, n]
+    fn silu_mul_matmul(
+        &self,
+        gate: &Tensor<Self>,
+        up: &Tensor<Self>,
+        w: &Weight<Self>,
+        hidden: &mut Tensor<Self>,
+        dst: &mut Tensor<Self>,
+    ) -> Result<()> {
+        self.silu_mul(gate, up, hidden)?;
+        self.matmul(hidden, w, dst)
+    }
     /// x += y                                        (residual; same shape)
     fn add_assign(&self, x: &mut Tensor<Self>, y: &Tensor<Self>) -> Result<()>;
     /// x[r, :] += bias[0, :]                         (projection biases)
@@ -258,13 +275,12 @@ pub trait Backend: Send + Sync + Sized + 'static {
     fn top_k(&self, x: &Tensor<Self>, ids: &mut Tensor<Self>, vals: &mut Tensor<Self>) -> Result<()>;
 }
 
+/// A logit as the sampler and `top_k` rank it: NaN → −∞ and +∞ → `f32::MAX`, so the softmax never
+/// sees ∞ − ∞. Adding 0.0 turns −0.0 into +0.0, which `total_cmp` would otherwise rank below +0.0
+/// and break lowest-id tie-breaking.
+pub fn sanitize(logit: f32) -> f32 {
+    if logit.is_nan() { f32::NEG_INFINITY } else { logit.min(f32::MAX) + 0.0 }
+}
+
 /// The largest k `top_k` accepts: the GPU kernels sort the survivors in one workgroup.
 pub const MAX_TOP_K: usize = 256;
-
-/// Checks that a tensor has the shape an op expects.
-pub fn expect_shape<B: Backend>(op: &'static str, t: &Tensor<B>, rows: usize, cols: usize) -> Result<()> {
-    if t.rows != rows || t.cols != cols {
-        return Err(crate::Error::Shape { op, expected: vec![rows, cols], got: vec![t.rows, t.cols] });
-    }
-    Ok(())
-}

@@ -7,7 +7,7 @@ use anyhow::{Context, Result, bail};
 use serde_json::json;
 
 use super::GenerateArgs;
-use super::generate::{encode_prompt, merge, pool_json, sampler_config};
+use super::request::{encode_prompt, merge, pool_json, sampler_config};
 use ultra::Backend;
 use ultra::generate::sampler::Sampler;
 use ultra::generate::{Request, Scheduler, SchedulerOptions};

@@ -29,7 +29,7 @@ fn run_on<B: Backend>(backend: B, gguf: &Gguf, args: &BenchArgs) -> Result<()> {
     if plain_only {
         let mut runner = Runner::new(backend.clone(), model.clone(), CacheLayout::plain(1, p + n), p + n)?;
         let report = bench::bench(&mut runner, p, n, runs)?;
-        super::generate::merge(&mut out, serde_json::to_value(&report)?);
+        super::request::merge(&mut out, serde_json::to_value(&report)?);
         if !args.json {
             let (pre, dec) = (&report.prefill_tok_s, &report.decode_tok_s);
             println!("backend {} | {} runs", backend.name(), pre.runs.len());

@@ -5,19 +5,20 @@ use std::io::Write;
 use std::sync::Arc;
 
 use anyhow::{Context, Result, bail};
-use serde_json::{Value, json};
+use serde_json::json;
 
+use super::request::{encode_prompt, merge, pool_json, sampler_config};
 use super::{DraftMode, GenerateArgs, context_size, with_backend};
 use ultra::Backend;
-use ultra::generate::sampler::{Sampler, SamplerConfig};
+use ultra::generate::sampler::Sampler;
 use ultra::generate::{
     Drafter, GenerateOptions, Generation, LookupDrafter, ModelDrafter, NgramDrafter, SpecOptions, SpecStats, generate,
     generate_speculative,
 };
 use ultra::gguf::Gguf;
-use ultra::kv_cache::{CacheLayout, KvCache};
+use ultra::kv_cache::CacheLayout;
 use ultra::model::{Config, Llama, Runner};
-use ultra::tokenizer::{ChatMessage, Tokenizer};
+use ultra::tokenizer::Tokenizer;
 
 pub fn run(args: GenerateArgs) -> Result<()> {
     let gguf = args.model.open()?;
@@ -28,36 +29,6 @@ pub fn run(args: GenerateArgs) -> Result<()> {
         return with_backend!(args.backend, |be| super::batch::run_on(be, &gguf, &args));
     }
     with_backend!(args.backend, |be| run_on(be, &gguf, &args))
-}
-
-pub fn sampler_config(args: &GenerateArgs) -> SamplerConfig {
-    SamplerConfig {
-        temperature: args.temperature,
-        top_k: args.top_k,
-        top_p: args.top_p,
-        min_p: args.min_p,
-        repeat_penalty: args.repeat_penalty,
-        seed: args.seed,
-        ..SamplerConfig::default()
-    }
-}
-
-/// The prompt's token ids: chat-templated with `--chat`, special tokens parsed.
-pub fn encode_prompt(tokenizer: &Tokenizer, text: &str, chat: bool) -> Result<Vec<u32>> {
-    let text =
-        if chat { tokenizer.apply_chat_template(&[ChatMessage::new("user", text)], true)? } else { text.to_string() };
-    Ok(tokenizer.encode(&text, true)?)
-}
-
-/// Page-pool figures every `--json` output reports.
-pub fn pool_json<B: Backend>(cache: &KvCache<B>) -> Value {
-    let s = cache.stats();
-    json!({
-        "pages_allocated": s.allocated,
-        "pages_freed": s.freed,
-        "pages_reused": s.reused,
-        "pages_in_use_at_end": cache.blocks_in_use(),
-    })
 }
 
 fn drafter<B: Backend>(
@@ -168,11 +139,4 @@ fn run_on<B: Backend>(backend: B, gguf: &Gguf, args: &GenerateArgs) -> Result<()
         );
     }
     Ok(())
-}
-
-/// Adds `extra`'s fields to `out` (both JSON objects).
-pub fn merge(out: &mut Value, extra: Value) {
-    if let (Some(o), Value::Object(e)) = (out.as_object_mut(), extra) {
-        o.extend(e);
-    }
 }

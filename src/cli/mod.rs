@@ -6,6 +6,7 @@ pub mod bench;
 pub mod generate;
 pub mod info;
 pub mod perplexity;
+pub mod request;
 pub mod synth;
 pub mod tokenize;
 

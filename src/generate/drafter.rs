@@ -4,6 +4,7 @@
 //! followed the latest earlier occurrence of the last few tokens (prompt lookup decoding).
 
 use std::collections::HashMap;
+use std::hash::{DefaultHasher, Hash, Hasher};
 
 use crate::backend::Backend;
 use crate::error::Result;
@@ -120,7 +121,7 @@ impl NgramDrafter {
     }
 
     fn key(tokens: &[u32]) -> (usize, u64) {
-        (tokens.len(), super::speculative::hash_tokens(tokens))
+        (tokens.len(), hash_tokens(tokens))
     }
 
     fn count_up_to(&mut self, context: &[u32]) {
@@ -203,4 +204,11 @@ impl Drafter for LookupDrafter {
     fn rollback(&mut self, _len: usize) -> Result<()> {
         Ok(())
     }
+}
+
+/// A hash of a token run (the n-gram drafter's table key).
+fn hash_tokens(tokens: &[u32]) -> u64 {
+    let mut h = DefaultHasher::new();
+    tokens.hash(&mut h);
+    h.finish()
 }

@@ -4,6 +4,7 @@
 
 use std::cmp::Ordering;
 
+use crate::backend::sanitize;
 use crate::error::{Error, Result};
 
 /// How to pick the next token. The default is greedy decoding with every filter off.
@@ -223,13 +224,6 @@ impl Sampler {
         let scale = (1.0 / sum) as f32;
         candidates.iter_mut().for_each(|(_, x)| *x *= scale);
     }
-}
-
-/// NaN → −∞ and +∞ → `f32::MAX`, so the softmax never sees ∞ − ∞. Adding 0.0 turns −0.0 into
-/// +0.0, which `total_cmp` would otherwise rank below +0.0 and break lowest-id tie-breaking.
-/// `Backend::top_k` follows the same rule (the CPU backend calls this).
-pub(crate) fn sanitize(logit: f32) -> f32 {
-    if logit.is_nan() { f32::NEG_INFINITY } else { logit.min(f32::MAX) + 0.0 }
 }
 
 /// Higher logit first, then lower id: a total order, so every tie goes to the lowest id.

@@ -6,7 +6,6 @@
 //! target's distribution (Leviathan et al. 2023, arXiv:2211.17192). After a rejection both caches
 //! are cut back to the accepted length (exact rollback).
 
-use std::hash::{DefaultHasher, Hash, Hasher};
 use std::time::Instant;
 
 use crate::backend::Backend;
@@ -17,12 +16,6 @@ use crate::generate::drafter::{Draft, Drafter};
 use crate::generate::sampler::Sampler;
 use crate::kv_cache::SeqId;
 use crate::model::{Batch, Runner};
-
-pub(crate) fn hash_tokens(tokens: &[u32]) -> u64 {
-    let mut h = DefaultHasher::new();
-    tokens.hash(&mut h);
-    h.finish()
-}
 
 #[derive(Clone, Copy, Debug)]
 pub struct SpecOptions {

@@ -12,7 +12,6 @@ mod pool;
 
 use crate::backend::{Backend, DType, KvLayer};
 use crate::error::{Error, Result};
-use crate::model::Config;
 
 pub use pool::{BlockPool, PoolStats, chain_hash};
 
@@ -63,16 +62,17 @@ pub struct KvCache<B: Backend> {
 }
 
 impl<B: Backend> KvCache<B> {
-    pub fn new(backend: &B, config: &Config, layout: CacheLayout) -> Result<KvCache<B>> {
+    /// A cache of `n_layers` layers whose slots hold `kv_dim` values (all KV heads) each.
+    pub fn new(backend: &B, n_layers: usize, kv_dim: usize, layout: CacheLayout) -> Result<KvCache<B>> {
         if layout.block_size == 0 || layout.n_blocks == 0 || layout.n_slots() > u32::MAX as usize {
             return Err(Error::InvalidArgument(format!("KV cache layout {layout:?} is empty or too large")));
         }
         let n_slots = layout.n_slots();
-        let layers = (0..config.n_layers)
+        let layers = (0..n_layers)
             .map(|_| {
                 Ok(KvLayer {
-                    k: backend.alloc(DType::F32, n_slots, config.kv_dim())?,
-                    v: backend.alloc(DType::F32, n_slots, config.kv_dim())?,
+                    k: backend.alloc(DType::F32, n_slots, kv_dim)?,
+                    v: backend.alloc(DType::F32, n_slots, kv_dim)?,
                 })
             })
             .collect::<Result<Vec<_>>>()?;

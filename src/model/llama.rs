@@ -56,8 +56,8 @@ impl<B: Backend> Llama<B> {
 
             // Feed-forward block: x += W_down · (silu(W_gate · xn) ⊙ W_up · xn), xn = next layer's norm(x)
             be.matmuls(&a.xn, &mut [(&layer.w_gate, &mut a.gate), (&layer.w_up, &mut a.up)])?; // [n_tokens, d_ff]
-            be.silu_mul(&a.gate, &a.up, &mut a.hidden_ff)?; // hidden_ff: [n_tokens, d_ff]
-            be.matmul(&a.hidden_ff, &layer.w_down, &mut a.xb)?; // xb: [n_tokens, d_model]
+            // hidden_ff = silu(gate) ⊙ up: [n_tokens, d_ff]; xb = W_down · hidden_ff: [n_tokens, d_model]
+            be.silu_mul_matmul(&a.gate, &a.up, &layer.w_down, &mut a.hidden_ff, &mut a.xb)?;
             match layers.get(i + 1) {
                 Some(next) => be.add_rms_norm(&mut a.x, &a.xb, &next.attn_norm, eps, &mut a.xn)?,
                 None => be.add_assign(&mut a.x, &a.xb)?,

@@ -89,7 +89,7 @@ impl<B: Backend> Runner<B> {
             return Err(Error::InvalidArgument(format!("depth {depth} outside 1..={}", model.config.n_layers)));
         }
         let cache_config = Config { n_layers: depth, ..model.config.clone() };
-        let cache = KvCache::new(&*backend, &cache_config, layout)?;
+        let cache = KvCache::new(&*backend, cache_config.n_layers, cache_config.kv_dim(), layout)?;
         let context = context.min(cache.max_seq_len());
         Ok(Runner {
             backend,

@@ -51,12 +51,42 @@ impl Format {
         ggml_type_name(self.ggml_id())
     }
 
-    /// Values per block.
+    /// Values per block (one for float formats: a "block" is one value).
     pub const fn block_len(self) -> usize {
         match self {
             Format::F32 | Format::F16 | Format::BF16 => 1,
-            _ => 32,
+            Format::Q4_0 | Format::Q4_1 | Format::Q5_0 | Format::Q5_1 | Format::Q8_0 => 32,
         }
+    }
+
+    /// The fields of one block as GGUF stores them, in the order GPU backends keep them as
+    /// separate arrays (each field of every block back to back): quants first, then the fifth
+    /// bits, then the scales (`d`, or `d` and `m`). Float formats are one field, the value.
+    pub const fn fields(self) -> &'static [BlockField] {
+        match self {
+            Format::F32 => &[BlockField { name: "value", start: 0, end: 4 }],
+            Format::F16 | Format::BF16 => &[BlockField { name: "value", start: 0, end: 2 }],
+            Format::Q4_0 => &[BlockField { name: "qs", start: 2, end: 18 }, BlockField { name: "d", start: 0, end: 2 }],
+            Format::Q4_1 => {
+                &[BlockField { name: "qs", start: 4, end: 20 }, BlockField { name: "dm", start: 0, end: 4 }]
+            }
+            Format::Q5_0 => &[
+                BlockField { name: "qs", start: 6, end: 22 },
+                BlockField { name: "qh", start: 2, end: 6 },
+                BlockField { name: "d", start: 0, end: 2 },
+            ],
+            Format::Q5_1 => &[
+                BlockField { name: "qs", start: 8, end: 24 },
+                BlockField { name: "qh", start: 4, end: 8 },
+                BlockField { name: "dm", start: 0, end: 4 },
+            ],
+            Format::Q8_0 => &[BlockField { name: "qs", start: 2, end: 34 }, BlockField { name: "d", start: 0, end: 2 }],
+        }
+    }
+
+    /// The field named `name`, if the format has one.
+    pub fn field(self, name: &str) -> Option<BlockField> {
+        self.fields().iter().copied().find(|f| f.name == name)
     }
 
     /// Bytes per block.
@@ -93,6 +123,23 @@ impl Format {
     /// Parses a user-facing name such as `q4_0` or `F16`.
     pub fn parse(name: &str) -> Option<Format> {
         Format::ALL.into_iter().find(|f| f.name().eq_ignore_ascii_case(name))
+    }
+}
+
+/// One field of a block: bytes `start..end` of every block (see `Format::fields`).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct BlockField {
+    pub name: &'static str,
+    pub start: usize,
+    pub end: usize,
+}
+
+impl BlockField {
+    pub const fn len(self) -> usize {
+        self.end - self.start
+    }
+    pub const fn is_empty(self) -> bool {
+        self.start == self.end
     }
 }
 

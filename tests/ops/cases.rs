@@ -10,6 +10,7 @@ use ultra::backend::{Rope, RopeStyle};
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub enum Family {
     Matmul,
+    SiluMulMatmul,
     Embed,
     RmsNorm,
     Rope,
@@ -26,8 +27,9 @@ pub enum Family {
 }
 
 impl Family {
-    pub const ALL: [Family; 14] = [
+    pub const ALL: [Family; 15] = [
         Family::Matmul,
+        Family::SiluMulMatmul,
         Family::Embed,
         Family::RmsNorm,
         Family::Rope,
@@ -58,26 +60,87 @@ pub struct AttnCase {
 
 #[derive(Clone, Debug)]
 pub enum Op {
-    Matmul { format: Format, m: usize, k: usize, n: usize },
-    Embed { format: Format, vocab: usize, d: usize, n_tokens: usize },
-    RmsNorm { rows: usize, d: usize, eps: f32 },
-    Rope { n_tokens: usize, n_heads: usize, rope: Rope },
-    RmsNormRope { n_tokens: usize, n_heads: usize, eps: f32, rope: Rope },
-    SiluMul { rows: usize, d: usize },
-    AddAssign { rows: usize, d: usize },
-    AddBias { rows: usize, d: usize },
-    GatherRows { rows: usize, d: usize, n: usize },
-    KvWrite { n_tokens: usize, n_slots: usize, kv_dim: usize },
+    Matmul {
+        format: Format,
+        m: usize,
+        k: usize,
+        n: usize,
+    },
+    /// hidden = silu(gate) · up [m, k], then hidden · wᵀ [m, n].
+    SiluMulMatmul {
+        format: Format,
+        m: usize,
+        k: usize,
+        n: usize,
+    },
+    Embed {
+        format: Format,
+        vocab: usize,
+        d: usize,
+        n_tokens: usize,
+    },
+    RmsNorm {
+        rows: usize,
+        d: usize,
+        eps: f32,
+    },
+    Rope {
+        n_tokens: usize,
+        n_heads: usize,
+        rope: Rope,
+    },
+    RmsNormRope {
+        n_tokens: usize,
+        n_heads: usize,
+        eps: f32,
+        rope: Rope,
+    },
+    SiluMul {
+        rows: usize,
+        d: usize,
+    },
+    AddAssign {
+        rows: usize,
+        d: usize,
+    },
+    AddBias {
+        rows: usize,
+        d: usize,
+    },
+    GatherRows {
+        rows: usize,
+        d: usize,
+        n: usize,
+    },
+    KvWrite {
+        n_tokens: usize,
+        n_slots: usize,
+        kv_dim: usize,
+    },
     Attention(AttnCase),
-    CopySlots { n_slots: usize, kv_dim: usize, src: usize, dst: usize, n: usize },
-    Argmax { rows: usize, vocab: usize },
-    TopK { rows: usize, vocab: usize, k: usize },
+    CopySlots {
+        n_slots: usize,
+        kv_dim: usize,
+        src: usize,
+        dst: usize,
+        n: usize,
+    },
+    Argmax {
+        rows: usize,
+        vocab: usize,
+    },
+    TopK {
+        rows: usize,
+        vocab: usize,
+        k: usize,
+    },
 }
 
 impl Op {
     pub fn family(&self) -> Family {
         match self {
             Op::Matmul { .. } => Family::Matmul,
+            Op::SiluMulMatmul { .. } => Family::SiluMulMatmul,
             Op::Embed { .. } => Family::Embed,
             Op::RmsNorm { .. } => Family::RmsNorm,
             Op::Rope { .. } => Family::Rope,
@@ -106,6 +169,9 @@ impl fmt::Display for Op {
     fn fmt(&self, f: &mut fmt::Formatter) -> fmt::Result {
         match self {
             Op::Matmul { format, m, k, n } => write!(f, "matmul(format={},m={m},k={k},n={n})", format.name()),
+            Op::SiluMulMatmul { format, m, k, n } => {
+                write!(f, "silu_mul_matmul(format={},m={m},k={k},n={n})", format.name())
+            }
             Op::Embed { format, vocab, d, n_tokens } => {
                 write!(f, "embed(format={},vocab={vocab},d={d},n_tokens={n_tokens})", format.name())
             }
@@ -166,7 +232,9 @@ pub struct Case {
 /// blocks where d·Σq·x and m·Σx nearly cancel (an f16 GEMV measured 6.8e-6 on such a case).
 pub fn tolerance_on(backend: &str, f16: bool, case: &Case) -> Tolerance {
     match case.op {
-        Op::Matmul { format, .. } if backend == "cuda" && format.is_quantized() => Tolerance::Nmse(5e-4),
+        Op::Matmul { format, .. } | Op::SiluMulMatmul { format, .. } if backend == "cuda" && format.is_quantized() => {
+            Tolerance::Nmse(5e-4)
+        }
         Op::Matmul { format, m, .. } if backend == "wgpu" && f16 && format.is_quantized() && m >= 64 => {
             Tolerance::Nmse(3e-5)
         }
@@ -205,6 +273,14 @@ pub fn all() -> Vec<Case> {
         }
         for (m, k, n) in shapes {
             cases.push(case(Op::Matmul { format, m, k, n }, Tolerance::Nmse(1e-7), SUM_WHY));
+        }
+    }
+    // silu_mul_matmul: decode (m = 1, 8: cuda's fused int8 path) and a batch past it (m = 13);
+    // k = 1536 is SmolLM2's d_ff; hidden is rounded to f32 once, as silu_mul leaves it.
+    const FUSED_WHY: &str = "silu in f32 (~1 ulp), then f32 accumulation over the same dequantized weights";
+    for format in Format::ALL {
+        for (m, k, n) in [(1, 1536, 40), (8, 96, 33), (13, 576, 7)] {
+            cases.push(case(Op::SiluMulMatmul { format, m, k, n }, Tolerance::Nmse(1e-7), FUSED_WHY));
         }
     }
     for format in Format::ALL {

@@ -43,8 +43,8 @@ pub fn matmuls<B: Backend>(b: &B) {
     }
 }
 
-/// rms_norm then matmuls of its output (the decode pattern; cuda leaves the int8 planes of x from
-/// the norm) == the same matmuls of a fresh copy of the normed values.
+/// rms_norm then matmuls of its output (the decode pattern) == the same matmuls of a fresh copy of
+/// the normed values: nothing a backend keeps between ops may change what a matmul computes.
 pub fn norm_then_matmuls<B: Backend>(b: &B) {
     let (k, n) = (576, 45);
     for format in [Format::Q4_0, Format::Q4_1, Format::Q5_1, Format::Q8_0, Format::F16] {
@@ -87,25 +87,24 @@ pub fn add_rms_norm<B: Backend>(b: &B) {
     }
 }
 
-/// silu_mul then a matmul of its output (cuda leaves the int8 planes from silu_mul) == the matmul
-/// of a fresh copy of the same values.
-pub fn silu_then_matmul<B: Backend>(b: &B) {
+/// silu_mul_matmul == silu_mul then matmul, bit for bit (hidden and dst): cuda's fused decode
+/// path writes the int8 planes while computing hidden, exactly as quantizing it afterwards would.
+pub fn silu_mul_matmul<B: Backend>(b: &B) {
     let (k, n) = (1536, 40);
-    for format in [Format::Q4_0, Format::Q4_1, Format::Q8_0] {
-        let mut rng = Rng::from_name(&format!("silu then matmul {}", format.name()));
+    for format in [Format::Q4_0, Format::Q4_1, Format::Q5_0, Format::Q8_0, Format::F16] {
+        let mut rng = Rng::from_name(&format!("silu_mul_matmul {}", format.name()));
         let w = upload(b, format, n, k, random_weight(&mut rng, format, n, k)).unwrap();
-        for m in [1, 4, 8] {
+        for m in [1, 4, 8, 9] {
             let gate = f32_tensor(b, m, k, &rng.fill(m * k, -4.0, 4.0)).unwrap();
             let up = f32_tensor(b, m, k, &rng.fill(m * k, -2.0, 2.0)).unwrap();
-            let mut hidden = b.alloc(DType::F32, m, k).unwrap();
-            b.silu_mul(&gate, &up, &mut hidden).unwrap();
-            let mut got = b.alloc(DType::F32, m, n).unwrap();
-            b.matmul(&hidden, &w, &mut got).unwrap();
-            let copy = f32_tensor(b, m, k, &read_f32(b, &hidden).unwrap()).unwrap();
-            let mut want = b.alloc(DType::F32, m, n).unwrap();
-            b.matmul(&copy, &w, &mut want).unwrap();
-            let what = format!("silu_mul → matmul {} m={m}", format.name());
-            assert_bits_eq(&what, &read_f32(b, &got).unwrap(), &read_f32(b, &want).unwrap());
+            let (mut hidden, mut got) = (b.alloc(DType::F32, m, k).unwrap(), b.alloc(DType::F32, m, n).unwrap());
+            b.silu_mul_matmul(&gate, &up, &w, &mut hidden, &mut got).unwrap();
+            let (mut hidden2, mut want) = (b.alloc(DType::F32, m, k).unwrap(), b.alloc(DType::F32, m, n).unwrap());
+            b.silu_mul(&gate, &up, &mut hidden2).unwrap();
+            b.matmul(&hidden2, &w, &mut want).unwrap();
+            let what = format!("silu_mul_matmul {} m={m}", format.name());
+            assert_bits_eq(&format!("{what}: hidden"), &read_f32(b, &hidden).unwrap(), &read_f32(b, &hidden2).unwrap());
+            assert_bits_eq(&format!("{what}: dst"), &read_f32(b, &got).unwrap(), &read_f32(b, &want).unwrap());
         }
     }
 }

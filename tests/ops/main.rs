@@ -58,7 +58,7 @@ macro_rules! op_suite {
             $invariant_backend
 
             family_tests! {
-                matmul => Matmul, embed => Embed, rms_norm => RmsNorm, rope => Rope,
+                matmul => Matmul, silu_mul_matmul => SiluMulMatmul, embed => Embed, rms_norm => RmsNorm, rope => Rope,
                 rms_norm_rope => RmsNormRope, silu_mul => SiluMul, add_assign => AddAssign,
                 add_bias => AddBias, gather_rows => GatherRows, kv_write => KvWrite,
                 attention => Attention, copy_slots => CopySlots, argmax => Argmax, top_k => TopK,
@@ -68,7 +68,7 @@ macro_rules! op_suite {
             fn misuse() {
                 let Some(b) = backend() else { return };
                 let missed = crate::misuse::check(&*b);
-                assert!(missed.is_empty(), "these misuses were not reported as errors: {missed:#?}");
+                assert!(missed.is_empty(), "these misuses did not give their error: {missed:#?}");
             }
             #[test]
             fn invariance_matmul() {
@@ -101,9 +101,9 @@ macro_rules! op_suite {
                 }
             }
             #[test]
-            fn silu_then_matmul() {
+            fn silu_mul_matmul_equals_its_parts() {
                 if let Some(b) = backend() {
-                    crate::fused::silu_then_matmul(&*b)
+                    crate::fused::silu_mul_matmul(&*b)
                 }
             }
             #[test]

@@ -1,5 +1,7 @@
-//! Bad input is an error value, never a panic: wrong shapes and dtypes, and out-of-range indices
-//! read from u32 tensors (token ids, rows, slots, sequences, block table entries).
+//! Bad input is an error value, never a panic, and the same error on every backend: each row feeds
+//! one op one bad argument (a wrong shape or dtype, an out-of-range index read from a u32 tensor:
+//! token ids, rows, slots, sequences, block-table entries) and states the exact error, which
+//! `ultra::backend::check` makes for cpu, wgpu and cuda alike.
 
 use ultra::backend::{AttnBatch, AttnShape, Rope, RopeStyle};
 use ultra::{Backend, Format};
@@ -7,52 +9,162 @@ use ultra::{Backend, Format};
 use crate::harness::{f32_tensor, u32_tensor, upload};
 use crate::run::kv_layer;
 
-/// Runs every misuse; returns the ones that did not give an error.
-pub fn check<B: Backend>(b: &B) -> Vec<&'static str> {
-    let mut missed = Vec::new();
-    let mut expect_err = |what: &'static str, result: ultra::Result<()>| {
-        if result.is_ok() {
-            missed.push(what);
-        }
+/// Runs every row; returns a line for each that did not give exactly its error.
+pub fn check<B: Backend>(b: &B) -> Vec<String> {
+    let mut wrong = Vec::new();
+    let mut expect = |what: &str, want: &str, result: ultra::Result<()>| match result {
+        Ok(()) => wrong.push(format!("{what}: no error (want `{want}`)")),
+        Err(e) if e.to_string() != want => wrong.push(format!("{what}: `{e}` (want `{want}`)")),
+        Err(_) => {}
     };
     let f32s = |rows, cols| f32_tensor(b, rows, cols, &vec![1.0; rows * cols]).unwrap();
     let u32s = |rows, cols, v: &[u32]| u32_tensor(b, rows, cols, v).unwrap();
     let w = upload(b, Format::Q8_0, 4, 32, vec![0; 4 * 34]).unwrap();
+    let invalid = |s: &str| format!("invalid argument: {s}");
 
-    expect_err("upload_weight with too few bytes", upload(b, Format::Q4_0, 4, 32, vec![0; 10]).map(drop));
-    expect_err("upload_weight with cols not whole blocks", upload(b, Format::Q4_0, 1, 33, vec![0; 18]).map(drop));
-    expect_err("matmul with x cols != k", b.matmul(&f32s(2, 31), &w, &mut f32s(2, 4)));
-    expect_err("matmul with dst of the wrong shape", b.matmul(&f32s(2, 32), &w, &mut f32s(2, 5)));
-    expect_err("matmul with a u32 x", b.matmul(&u32s(1, 32, &[0; 32]), &w, &mut f32s(1, 4)));
-    expect_err("write_f32 into a u32 tensor", b.write_f32(&mut u32s(1, 2, &[0, 0]), &[1.0]));
-    expect_err("write_f32 past the end", b.write_f32(&mut f32s(1, 2), &[1.0; 3]));
-    expect_err("embed with an id ≥ vocab", b.embed(&w, &u32s(2, 1, &[1, 4]), &mut f32s(2, 32)));
-    expect_err("gather_rows with a row out of range", b.gather_rows(&f32s(3, 8), &u32s(1, 1, &[3]), &mut f32s(1, 8)));
-    expect_err("rms_norm with a gain of the wrong size", b.rms_norm(&f32s(2, 8), &f32s(1, 7), 1e-5, &mut f32s(2, 8)));
+    expect(
+        "upload_weight with too few bytes",
+        &invalid("upload_weight: Q4_0 [4, 32] needs 72 bytes, got 10"),
+        upload(b, Format::Q4_0, 4, 32, vec![0; 10]).map(drop),
+    );
+    expect(
+        "upload_weight with cols not whole blocks",
+        &invalid("Q4_0 rows hold whole blocks of 32 values; 33 is not a multiple"),
+        upload(b, Format::Q4_0, 1, 33, vec![0; 18]).map(drop),
+    );
+    let shape = |op: &str, want: [usize; 2], got: [usize; 2]| format!("{op}: expected shape {want:?}, got {got:?}");
+    expect("matmul with x cols != k", &shape("matmul", [2, 32], [2, 31]), b.matmul(&f32s(2, 31), &w, &mut f32s(2, 4)));
+    expect(
+        "matmul with dst of the wrong shape",
+        &shape("matmul", [2, 4], [2, 5]),
+        b.matmul(&f32s(2, 32), &w, &mut f32s(2, 5)),
+    );
+    expect(
+        "matmul with a u32 x",
+        &invalid("matmul: x must be F32, got U32"),
+        b.matmul(&u32s(1, 32, &[0; 32]), &w, &mut f32s(1, 4)),
+    );
+    expect(
+        "silu_mul_matmul with hidden of the wrong shape",
+        &shape("silu_mul", [1, 32], [1, 31]),
+        b.silu_mul_matmul(&f32s(1, 32), &f32s(1, 32), &w, &mut f32s(1, 31), &mut f32s(1, 4)),
+    );
+    expect(
+        "silu_mul_matmul with dst of the wrong shape",
+        &shape("matmul", [1, 4], [1, 3]),
+        b.silu_mul_matmul(&f32s(1, 32), &f32s(1, 32), &w, &mut f32s(1, 32), &mut f32s(1, 3)),
+    );
+    expect(
+        "write_f32 into a u32 tensor",
+        &invalid("write_f32: the tensor must be F32, got U32"),
+        b.write_f32(&mut u32s(1, 2, &[0, 0]), &[1.0]),
+    );
+    expect(
+        "write_f32 past the end",
+        &invalid("write_f32: 3 values do not fit a tensor of 2"),
+        b.write_f32(&mut f32s(1, 2), &[1.0; 3]),
+    );
+    expect(
+        "read_u32 from an f32 tensor",
+        &invalid("read_u32: the tensor must be U32, got F32"),
+        b.read_u32(&f32s(1, 2), &mut [0; 2]),
+    );
+    expect(
+        "embed with an id ≥ vocab",
+        &invalid("embed: token id 4 out of range (< 4)"),
+        b.embed(&w, &u32s(2, 1, &[1, 4]), &mut f32s(2, 32)),
+    );
+    expect(
+        "embed with f32 ids",
+        &invalid("embed: token id must be U32, got F32"),
+        b.embed(&w, &f32s(2, 1), &mut f32s(2, 32)),
+    );
+    expect(
+        "gather_rows with a row out of range",
+        &invalid("gather_rows: row 3 out of range (< 3)"),
+        b.gather_rows(&f32s(3, 8), &u32s(1, 1, &[3]), &mut f32s(1, 8)),
+    );
+    expect(
+        "rms_norm with a gain of the wrong size",
+        &shape("rms_norm", [1, 8], [1, 7]),
+        b.rms_norm(&f32s(2, 8), &f32s(1, 7), 1e-5, &mut f32s(2, 8)),
+    );
+    expect(
+        "rms_norm with a u32 gain",
+        &invalid("rms_norm: gain must be F32, got U32"),
+        b.rms_norm(&f32s(2, 8), &u32s(1, 8, &[0; 8]), 1e-5, &mut f32s(2, 8)),
+    );
+    expect(
+        "silu_mul with a u32 up",
+        &invalid("silu_mul: up must be F32, got U32"),
+        b.silu_mul(&f32s(2, 8), &u32s(2, 8, &[0; 16]), &mut f32s(2, 8)),
+    );
+    expect(
+        "add_bias with a bias of the wrong width",
+        &shape("add_bias", [1, 8], [1, 9]),
+        b.add_bias(&mut f32s(2, 8), &f32s(1, 9)),
+    );
     let odd = Rope { head_dim: 8, n_rot: 3, theta: 1e4, freq_scale: 1.0, style: RopeStyle::Normal };
-    expect_err("rope with an odd n_rot", b.rope(&mut f32s(1, 8), &u32s(1, 1, &[0]), &odd));
+    expect(
+        "rope with an odd n_rot",
+        &invalid("rope: head_dim 8 with n_rot 3 (even, ≤ head_dim) does not fit rows of 8"),
+        b.rope(&mut f32s(1, 8), &u32s(1, 1, &[0]), &odd),
+    );
     let rope = Rope { n_rot: 8, ..odd };
-    expect_err("rope with rows not whole heads", b.rope(&mut f32s(1, 12), &u32s(1, 1, &[0]), &rope));
-    expect_err("argmax with dst of the wrong shape", b.argmax(&f32s(2, 8), &mut u32s(1, 1, &[0])));
-    expect_err("argmax into an f32 tensor", b.argmax(&f32s(2, 8), &mut f32s(2, 1)));
+    expect(
+        "rope with rows not whole heads",
+        &invalid("rope: head_dim 8 with n_rot 8 (even, ≤ head_dim) does not fit rows of 12"),
+        b.rope(&mut f32s(1, 12), &u32s(1, 1, &[0]), &rope),
+    );
+    expect(
+        "rms_norm_rope with f32 positions",
+        &invalid("rms_norm_rope: pos must be U32, got F32"),
+        b.rms_norm_rope(&mut f32s(1, 8), &f32s(1, 8), 1e-5, &f32s(1, 1), &rope),
+    );
+    expect(
+        "argmax with dst of the wrong shape",
+        &shape("argmax", [2, 1], [1, 1]),
+        b.argmax(&f32s(2, 8), &mut u32s(1, 1, &[0])),
+    );
+    expect(
+        "argmax into an f32 tensor",
+        &invalid("argmax: dst must be U32, got F32"),
+        b.argmax(&f32s(2, 8), &mut f32s(2, 1)),
+    );
     let top_k = |vocab, (ids_rows, k), vals_cols, ids_f32: bool| {
         let mut ids = if ids_f32 { f32s(ids_rows, k) } else { u32s(ids_rows, k, &vec![0; ids_rows * k]) };
         b.top_k(&f32s(2, vocab), &mut ids, &mut f32s(2, vals_cols))
     };
-    expect_err("top_k with k = 0", top_k(8, (2, 0), 1, false));
-    expect_err("top_k with k > vocab", top_k(8, (2, 9), 10, false));
-    expect_err("top_k with k > MAX_TOP_K", top_k(300, (2, 257), 258, false));
-    expect_err("top_k with vals not k + 1 wide", top_k(8, (2, 3), 3, false));
-    expect_err("top_k with ids of the wrong rows", top_k(8, (1, 3), 4, false));
-    expect_err("top_k into f32 ids", top_k(8, (2, 3), 4, true));
+    let k_range = |k, vocab| invalid(&format!("top_k: k = {k} outside 1..=min(vocab = {vocab}, MAX_TOP_K = 256)"));
+    expect("top_k with k = 0", &k_range(0, 8), top_k(8, (2, 0), 1, false));
+    expect("top_k with k > vocab", &k_range(9, 8), top_k(8, (2, 9), 10, false));
+    expect("top_k with k > MAX_TOP_K", &k_range(257, 300), top_k(300, (2, 257), 258, false));
+    expect("top_k with vals not k + 1 wide", &shape("top_k", [2, 4], [2, 3]), top_k(8, (2, 3), 3, false));
+    expect("top_k with ids of the wrong rows", &shape("top_k", [2, 3], [1, 3]), top_k(8, (1, 3), 4, false));
+    expect("top_k into f32 ids", &invalid("top_k: ids must be U32, got F32"), top_k(8, (2, 3), 4, true));
     let top_k_control = top_k(8, (2, 3), 4, false);
 
     // A cache of 4 blocks of 4 slots, one KV head of 8; one sequence using blocks [2, 0].
     let mut cache = kv_layer(b, 16, 8, &[0.5; 128], &[0.5; 128]).unwrap();
-    expect_err("kv_write to a slot ≥ n_slots", b.kv_write(&f32s(1, 8), &f32s(1, 8), &u32s(1, 1, &[16]), &mut cache));
-    expect_err("copy_slots past the end", b.copy_slots(&mut cache, 10, 0, 7));
-    expect_err("copy_slots with an overflowing count", b.copy_slots(&mut cache, 1, 0, usize::MAX));
-    let shape = AttnShape { n_heads: 2, n_kv_heads: 1, head_dim: 8, scale: 0.35 };
+    expect(
+        "kv_write to a slot ≥ n_slots",
+        &invalid("kv_write: slot 16 out of range (< 16)"),
+        b.kv_write(&f32s(1, 8), &f32s(1, 8), &u32s(1, 1, &[16]), &mut cache),
+    );
+    expect(
+        "kv_write with v of the wrong width",
+        &shape("kv_write", [1, 8], [1, 9]),
+        b.kv_write(&f32s(1, 8), &f32s(1, 9), &u32s(1, 1, &[0]), &mut cache),
+    );
+    let no_fit =
+        |n: usize, src, dst| invalid(&format!("copy_slots: {n} slots from {src} to {dst} do not fit a cache of 16"));
+    expect("copy_slots past the end", &no_fit(7, 10, 0), b.copy_slots(&mut cache, 10, 0, 7));
+    expect(
+        "copy_slots with an overflowing count",
+        &no_fit(usize::MAX, 1, 0),
+        b.copy_slots(&mut cache, 1, 0, usize::MAX),
+    );
+    let shape_ok = AttnShape { n_heads: 2, n_kv_heads: 1, head_dim: 8, scale: 0.35 };
     let attend = |seq: u32, pos: u32, table: &[u32], shape: &AttnShape| {
         let batch = AttnBatch {
             seq: u32s(1, 1, &[seq]),
@@ -64,20 +176,38 @@ pub fn check<B: Backend>(b: &B) -> Vec<&'static str> {
         let mut dst = f32s(1, 16);
         b.attention(&f32s(1, 16), &cache, &batch, shape, &mut dst)
     };
-    let control = attend(0, 7, &[2, 0], &shape);
-    expect_err("attention with seq ≥ n_seqs", attend(1, 3, &[2, 0], &shape));
-    expect_err("attention with pos beyond the block table", attend(0, 8, &[2, 0], &shape));
-    expect_err("attention with a block id outside the cache", attend(0, 7, &[2, 4], &shape));
-    expect_err("attention with block id u32::MAX", attend(0, 0, &[u32::MAX, 0], &shape));
-    expect_err(
+    let control = attend(0, 7, &[2, 0], &shape_ok);
+    let attn = |s: &str| invalid(&format!("attention: {s}"));
+    expect(
+        "attention with seq ≥ n_seqs",
+        &attn("token 0: sequence 1 has no block-table row"),
+        attend(1, 3, &[2, 0], &shape_ok),
+    );
+    expect(
+        "attention with pos beyond the block table",
+        &attn("token 0: position 8 beyond 2 blocks of 4"),
+        attend(0, 8, &[2, 0], &shape_ok),
+    );
+    expect(
+        "attention with a block id outside the cache",
+        &attn("token 0: block 4 outside the cache's 4"),
+        attend(0, 7, &[2, 4], &shape_ok),
+    );
+    expect(
+        "attention with block id u32::MAX",
+        &attn("token 0: block 4294967295 outside the cache's 4"),
+        attend(0, 0, &[u32::MAX, 0], &shape_ok),
+    );
+    expect(
         "attention with n_heads not a multiple of n_kv_heads",
-        attend(0, 0, &[2, 0], &AttnShape { n_kv_heads: 3, ..shape }),
+        &attn("n_heads 2 must be a nonzero multiple of n_kv_heads 3, head_dim 8 nonzero"),
+        attend(0, 0, &[2, 0], &AttnShape { n_kv_heads: 3, ..shape_ok }),
     );
     if control.is_err() {
-        missed.push("(control) a valid attention call failed");
+        wrong.push(format!("(control) a valid attention call failed: {}", control.unwrap_err()));
     }
     if top_k_control.is_err() {
-        missed.push("(control) a valid top_k call failed");
+        wrong.push(format!("(control) a valid top_k call failed: {}", top_k_control.unwrap_err()));
     }
-    missed
+    wrong
 }

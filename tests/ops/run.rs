@@ -21,6 +21,17 @@ pub fn run<B: Backend>(b: &B, op: &Op, rng: &mut Rng) -> Outcome {
             b.matmul(&x, &w, &mut dst)?;
             Ok((expected, widen(&read_f32(b, &dst)?)))
         }
+        Op::SiluMulMatmul { format, m, k, n } => {
+            let (gate_host, up_host) = (rng.fill(m * k, -4.0, 4.0), rng.fill(m * k, -2.0, 2.0));
+            let bytes = random_weight(rng, format, n, k);
+            let hidden_host: Vec<f32> = reference::silu_mul(&gate_host, &up_host).iter().map(|&v| v as f32).collect();
+            let expected = reference::matmul(&hidden_host, &dequantize(format, &bytes, n, k), m, k, n);
+            let (gate, up) = (f32_tensor(b, m, k, &gate_host)?, f32_tensor(b, m, k, &up_host)?);
+            let w = upload(b, format, n, k, bytes)?;
+            let (mut hidden, mut dst) = (b.alloc(DType::F32, m, k)?, b.alloc(DType::F32, m, n)?);
+            b.silu_mul_matmul(&gate, &up, &w, &mut hidden, &mut dst)?;
+            Ok((expected, widen(&read_f32(b, &dst)?)))
+        }
         Op::Embed { format, vocab, d, n_tokens } => {
             let bytes = random_weight(rng, format, vocab, d);
             let table_host = dequantize(format, &bytes, vocab, d);

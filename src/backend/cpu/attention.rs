@@ -11,7 +11,7 @@ use std::cell::RefCell;
 
 use rayon::prelude::*;
 
-use crate::backend::{AttnBatch, AttnShape, KvLayer, Tensor, expect_shape};
+use crate::backend::{AttnBatch, AttnShape, KvLayer, Tensor, check};
 use crate::error::{Error, Result};
 
 use super::buffer::{f32s, f32s_mut, index, u32s};
@@ -25,12 +25,10 @@ fn invalid(detail: String) -> Error {
 /// cache.k, cache.v: [n_slots, kv_dim]. All slots are checked before anything is written.
 pub fn kv_write(k: &Tensor<Cpu>, v: &Tensor<Cpu>, slot: &Tensor<Cpu>, cache: &mut KvLayer<Cpu>) -> Result<()> {
     let op = "kv_write";
-    let (n_tokens, kv_dim, n_slots) = (k.rows, cache.k.cols, cache.k.rows);
-    expect_shape(op, k, n_tokens, kv_dim)?;
-    expect_shape(op, v, n_tokens, kv_dim)?;
-    expect_shape(op, slot, n_tokens, 1)?;
-    expect_shape(op, &cache.v, n_slots, kv_dim)?;
+    check::kv_write(k, v, slot, cache)?;
+    let (kv_dim, n_slots) = (cache.k.cols, cache.k.rows);
     let (k, v, slot) = (f32s(op, k)?, f32s(op, v)?, u32s(op, slot)?);
+    // check::kv_write read the same values.
     for &s in slot {
         index(op, "slot", s, n_slots)?;
     }
@@ -47,12 +45,8 @@ pub fn kv_write(k: &Tensor<Cpu>, v: &Tensor<Cpu>, slot: &Tensor<Cpu>, cache: &mu
 /// See [`crate::Backend::copy_slots`]: slots [src, src + n) → [dst, dst + n) in k and v.
 pub fn copy_slots(cache: &mut KvLayer<Cpu>, src: usize, dst: usize, n: usize) -> Result<()> {
     let op = "copy_slots";
-    let (n_slots, kv_dim) = (cache.k.rows, cache.k.cols);
-    expect_shape(op, &cache.v, n_slots, kv_dim)?;
-    let fits = |start: usize| start.checked_add(n).is_some_and(|end| end <= n_slots);
-    if !fits(src) || !fits(dst) {
-        return Err(invalid(format!("{op}: {n} slots from {src} to {dst} do not fit a cache of {n_slots}")));
-    }
+    check::copy_slots(cache, src, dst, n)?;
+    let kv_dim = cache.k.cols;
     for side in [&mut cache.k, &mut cache.v] {
         f32s_mut(op, side)?.copy_within(src * kv_dim..(src + n) * kv_dim, dst * kv_dim);
     }
@@ -82,22 +76,9 @@ pub fn attention(
     dst: &mut Tensor<Cpu>,
 ) -> Result<()> {
     let op = "attention";
-    let AttnShape { n_heads, n_kv_heads, head_dim, .. } = *shape;
-    if n_heads == 0 || n_kv_heads == 0 || head_dim == 0 || !n_heads.is_multiple_of(n_kv_heads) || batch.block_size == 0
-    {
-        return Err(invalid(format!(
-            "{op}: need n_heads a multiple of n_kv_heads and nonzero sizes; got n_heads {n_heads}, \
-             n_kv_heads {n_kv_heads}, head_dim {head_dim}, block_size {}",
-            batch.block_size
-        )));
-    }
-    let (n_tokens, n_slots) = (q.rows, cache.k.rows);
-    expect_shape(op, q, n_tokens, n_heads * head_dim)?;
-    expect_shape(op, dst, n_tokens, n_heads * head_dim)?;
-    expect_shape(op, &cache.k, n_slots, n_kv_heads * head_dim)?;
-    expect_shape(op, &cache.v, n_slots, n_kv_heads * head_dim)?;
-    expect_shape(op, &batch.seq, n_tokens, 1)?;
-    expect_shape(op, &batch.pos, n_tokens, 1)?;
+    check::attention(q, cache, batch, shape, dst)?;
+    let AttnShape { n_heads, head_dim, .. } = *shape;
+    let n_slots = cache.k.rows;
     let plan = Plan {
         q: f32s(op, q)?,
         k: f32s(op, &cache.k)?,

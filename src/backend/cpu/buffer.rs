@@ -2,7 +2,7 @@
 //! upload_weight). Tensors are plain vectors; weights stay in their GGUF bytes (usually a memory
 //! map) and are dequantized a row at a time by the ops that read them, never copied whole.
 
-use crate::backend::{DType, HostBytes, Tensor, Weight};
+use crate::backend::{DType, HostBytes, Tensor, Weight, check};
 use crate::error::{Error, Result};
 use crate::quant::Format;
 
@@ -12,6 +12,15 @@ use super::Cpu;
 pub enum CpuBuffer {
     F32(Vec<f32>),
     U32(Vec<u32>),
+}
+
+impl check::HostIndices for CpuBuffer {
+    fn host_u32(&self) -> Option<&[u32]> {
+        match self {
+            CpuBuffer::U32(v) => Some(v),
+            CpuBuffer::F32(_) => None,
+        }
+    }
 }
 
 /// A weight's GGUF bytes, used in place: `rows` rows of `row_bytes` bytes each.
@@ -128,6 +137,7 @@ fn too_long(op: &'static str, given: usize, len: usize) -> Error {
 }
 
 pub fn write_f32(dst: &mut Tensor<Cpu>, data: &[f32]) -> Result<()> {
+    check::transfer("write_f32", dst, DType::F32, data.len())?;
     let dst = f32s_mut("write_f32", dst)?;
     let len = dst.len();
     dst.get_mut(..data.len()).ok_or_else(|| too_long("write_f32", data.len(), len))?.copy_from_slice(data);
@@ -135,6 +145,7 @@ pub fn write_f32(dst: &mut Tensor<Cpu>, data: &[f32]) -> Result<()> {
 }
 
 pub fn write_u32(dst: &mut Tensor<Cpu>, data: &[u32]) -> Result<()> {
+    check::transfer("write_u32", dst, DType::U32, data.len())?;
     let dst = u32s_mut("write_u32", dst)?;
     let len = dst.len();
     dst.get_mut(..data.len()).ok_or_else(|| too_long("write_u32", data.len(), len))?.copy_from_slice(data);
@@ -142,12 +153,14 @@ pub fn write_u32(dst: &mut Tensor<Cpu>, data: &[u32]) -> Result<()> {
 }
 
 pub fn read_f32(src: &Tensor<Cpu>, out: &mut [f32]) -> Result<()> {
+    check::transfer("read_f32", src, DType::F32, out.len())?;
     let src = f32s("read_f32", src)?;
     out.copy_from_slice(src.get(..out.len()).ok_or_else(|| too_long("read_f32", out.len(), src.len()))?);
     Ok(())
 }
 
 pub fn read_u32(src: &Tensor<Cpu>, out: &mut [u32]) -> Result<()> {
+    check::transfer("read_u32", src, DType::U32, out.len())?;
     let src = u32s("read_u32", src)?;
     out.copy_from_slice(src.get(..out.len()).ok_or_else(|| too_long("read_u32", out.len(), src.len()))?);
     Ok(())
@@ -155,15 +168,7 @@ pub fn read_u32(src: &Tensor<Cpu>, out: &mut [u32]) -> Result<()> {
 
 /// Keeps the GGUF bytes as they are (no copy): the CPU kernels read ggml's block layout directly.
 pub fn upload_weight(format: Format, rows: usize, cols: usize, bytes: HostBytes) -> Result<Weight<Cpu>> {
-    let row_bytes = format.row_bytes(cols)?;
-    let expected = rows.checked_mul(row_bytes);
-    if expected != Some(bytes.bytes().len()) {
-        return Err(Error::InvalidArgument(format!(
-            "upload_weight: {} [{rows}, {cols}] needs {expected:?} bytes, got {}",
-            format.name(),
-            bytes.bytes().len()
-        )));
-    }
+    let row_bytes = check::upload_weight(format, rows, cols, bytes.bytes().len())?;
     let storage = CpuWeight { bytes, format, rows, cols, row_bytes };
     Ok(Weight { storage, format, rows, cols })
 }

@@ -18,7 +18,7 @@ pub fn dequantize_row_fast(format: Format, src: &[u8], dst: &mut [f32]) {
         Format::Q4_0 => blocks.zip(outs).for_each(|(b, y)| q4_0(b.try_into().unwrap(), y.try_into().unwrap())),
         Format::Q4_1 => blocks.zip(outs).for_each(|(b, y)| q4_1(b.try_into().unwrap(), y.try_into().unwrap())),
         Format::Q8_0 => blocks.zip(outs).for_each(|(b, y)| q8_0(b.try_into().unwrap(), y.try_into().unwrap())),
-        _ => dequantize_row(format, src, dst),
+        Format::F32 | Format::F16 | Format::BF16 | Format::Q5_0 | Format::Q5_1 => dequantize_row(format, src, dst),
     }
 }
 

@@ -3,7 +3,7 @@
 
 use rayon::prelude::*;
 
-use crate::backend::{Tensor, expect_shape};
+use crate::backend::{Tensor, check};
 use crate::error::Result;
 
 use super::Cpu;
@@ -16,8 +16,7 @@ const MIN_TASK: usize = 4096;
 /// gate, up, dst: [rows, d_ff]
 pub fn silu_mul(gate: &Tensor<Cpu>, up: &Tensor<Cpu>, dst: &mut Tensor<Cpu>) -> Result<()> {
     let op = "silu_mul";
-    expect_shape(op, up, gate.rows, gate.cols)?;
-    expect_shape(op, dst, gate.rows, gate.cols)?;
+    check::silu_mul(gate, up, dst)?;
     let (gate, up, dst) = (f32s(op, gate)?, f32s(op, up)?, f32s_mut(op, dst)?);
     dst.par_iter_mut().with_min_len(MIN_TASK).zip(gate.par_iter().zip(up.par_iter())).for_each(|(y, (&g, &u))| {
         *y = g / (1.0 + (-g).exp()) * u;
@@ -28,7 +27,7 @@ pub fn silu_mul(gate: &Tensor<Cpu>, up: &Tensor<Cpu>, dst: &mut Tensor<Cpu>) -> 
 /// See [`crate::Backend::add_assign`].   x, y: [rows, d]
 pub fn add_assign(x: &mut Tensor<Cpu>, y: &Tensor<Cpu>) -> Result<()> {
     let op = "add_assign";
-    expect_shape(op, y, x.rows, x.cols)?;
+    check::add_assign(x, y)?;
     let (x, y) = (f32s_mut(op, x)?, f32s(op, y)?);
     x.par_iter_mut().with_min_len(MIN_TASK).zip(y.par_iter()).for_each(|(a, &b)| *a += b);
     Ok(())
@@ -37,7 +36,7 @@ pub fn add_assign(x: &mut Tensor<Cpu>, y: &Tensor<Cpu>) -> Result<()> {
 /// See [`crate::Backend::add_bias`].   x: [rows, d]; bias: [1, d]
 pub fn add_bias(x: &mut Tensor<Cpu>, bias: &Tensor<Cpu>) -> Result<()> {
     let op = "add_bias";
-    expect_shape(op, bias, 1, x.cols)?;
+    check::add_bias(x, bias)?;
     let d = x.cols;
     let (x, bias) = (f32s_mut(op, x)?, f32s(op, bias)?);
     if d == 0 {
@@ -53,8 +52,7 @@ pub fn add_bias(x: &mut Tensor<Cpu>, bias: &Tensor<Cpu>) -> Result<()> {
 pub fn gather_rows(x: &Tensor<Cpu>, rows: &Tensor<Cpu>, dst: &mut Tensor<Cpu>) -> Result<()> {
     let op = "gather_rows";
     let (n_rows, d) = (x.rows, x.cols);
-    expect_shape(op, rows, rows.rows, 1)?;
-    expect_shape(op, dst, rows.rows, d)?;
+    check::gather_rows(x, rows, dst)?;
     let (x, rows, dst) = (f32s(op, x)?, u32s(op, rows)?, f32s_mut(op, dst)?);
     if d == 0 {
         return Ok(());

@@ -1,6 +1,6 @@
 //! Token embedding on the CPU: each row of the table is dequantized straight into dst.
 
-use crate::backend::{Tensor, Weight, expect_shape};
+use crate::backend::{Tensor, Weight, check};
 use crate::error::Result;
 use crate::quant::dequantize_row;
 
@@ -11,9 +11,8 @@ use super::buffer::{f32s_mut, index, u32s, weight_storage};
 pub fn embed(table: &Weight<Cpu>, ids: &Tensor<Cpu>, dst: &mut Tensor<Cpu>) -> Result<()> {
     let op = "embed";
     let storage = weight_storage(op, table)?;
+    check::embed(table, ids, dst)?;
     let (vocab, d) = (table.rows, table.cols);
-    expect_shape(op, ids, ids.rows, 1)?;
-    expect_shape(op, dst, ids.rows, d)?;
     let (ids, dst) = (u32s(op, ids)?, f32s_mut(op, dst)?);
     if d == 0 {
         return Ok(());

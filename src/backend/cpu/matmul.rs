@@ -13,7 +13,7 @@ use std::cell::RefCell;
 
 use rayon::prelude::*;
 
-use crate::backend::{Tensor, Weight, expect_shape};
+use crate::backend::{Tensor, Weight, check};
 use crate::error::Result;
 use crate::quant::Format;
 
@@ -67,8 +67,7 @@ pub fn matmul(x: &Tensor<Cpu>, w: &Weight<Cpu>, dst: &mut Tensor<Cpu>) -> Result
     let op = "matmul";
     let storage = weight_storage(op, w)?;
     let (m, k, n) = (x.rows, w.cols, w.rows);
-    expect_shape(op, x, m, k)?;
-    expect_shape(op, dst, m, n)?;
+    check::matmul(x, w, dst)?;
     let x = f32s(op, x)?;
     let dst = f32s_mut(op, dst)?;
     if dst.is_empty() {

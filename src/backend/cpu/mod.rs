@@ -60,7 +60,7 @@ impl Backend for Cpu {
 
     fn rope(&self, x: &mut Tensor<Cpu>, pos: &Tensor<Cpu>, rope: &Rope) -> Result<()> { rope::rope(x, pos, rope) }
     fn rms_norm_rope(&self, x: &mut Tensor<Cpu>, gain: &Tensor<Cpu>, eps: f32, pos: &Tensor<Cpu>, rope: &Rope) -> Result<()> {
-        norm::rms_norm_rope(x, gain, eps, pos, rope)
+        rope::rms_norm_rope(x, gain, eps, pos, rope)
     }
 
     fn silu_mul(&self, gate: &Tensor<Cpu>, up: &Tensor<Cpu>, dst: &mut Tensor<Cpu>) -> Result<()> {

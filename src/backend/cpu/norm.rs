@@ -6,11 +6,11 @@
 
 use rayon::prelude::*;
 
-use crate::backend::{Rope, Tensor, expect_shape};
+use crate::backend::{Tensor, check};
 use crate::error::Result;
 
-use super::buffer::{f32s, f32s_mut, u32s};
-use super::{Cpu, rope};
+use super::Cpu;
+use super::buffer::{f32s, f32s_mut};
 
 /// Rows per rayon task: a row is only d multiply-adds, so batch a few.
 const ROWS_PER_TASK: usize = 8;
@@ -43,43 +43,14 @@ fn norm_row(x: &[f32], gain: &[f32], eps: f32, dst: &mut [f32]) {
 /// See [`crate::Backend::rms_norm`].   x, dst: [rows, d]; gain: [1, d]
 pub fn rms_norm(x: &Tensor<Cpu>, gain: &Tensor<Cpu>, eps: f32, dst: &mut Tensor<Cpu>) -> Result<()> {
     let op = "rms_norm";
-    let (rows, d) = (x.rows, x.cols);
-    expect_shape(op, gain, 1, d)?;
-    expect_shape(op, dst, rows, d)?;
+    let d = x.cols;
+    check::rms_norm(x, gain, dst)?;
     let (x, gain, dst) = (f32s(op, x)?, f32s(op, gain)?, f32s_mut(op, dst)?);
     if d == 0 {
         return Ok(());
     }
     dst.par_chunks_mut(d).with_min_len(ROWS_PER_TASK).zip(x.par_chunks(d)).for_each(|(dst_row, x_row)| {
         norm_row(x_row, gain, eps, dst_row);
-    });
-    Ok(())
-}
-
-/// See [`crate::Backend::rms_norm_rope`].   x: [n_tokens, n_heads · head_dim]; gain: [1, head_dim];
-/// pos: u32 [n_tokens, 1]
-pub fn rms_norm_rope(x: &mut Tensor<Cpu>, gain: &Tensor<Cpu>, eps: f32, pos: &Tensor<Cpu>, rope: &Rope) -> Result<()> {
-    let op = "rms_norm_rope";
-    let n_tokens = x.rows;
-    rope::check(op, rope, x.cols)?;
-    expect_shape(op, gain, 1, rope.head_dim)?;
-    expect_shape(op, pos, n_tokens, 1)?;
-    let (gain, pos) = (f32s(op, gain)?, u32s(op, pos)?);
-    let cols = x.cols;
-    let x = f32s_mut(op, x)?;
-    if x.is_empty() {
-        return Ok(());
-    }
-    x.par_chunks_mut(cols).zip(pos.par_iter()).for_each(|(row, &p)| {
-        rope::with_angles(p, rope, |angles| {
-            for head in row.chunks_exact_mut(rope.head_dim) {
-                let scale = inv_rms(head, eps);
-                for (v, &g) in head.iter_mut().zip(gain) {
-                    *v = (*v * scale) * g;
-                }
-                rope::rotate(head, angles, rope);
-            }
-        });
     });
     Ok(())
 }

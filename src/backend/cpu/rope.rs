@@ -9,27 +9,16 @@ use std::cell::RefCell;
 
 use rayon::prelude::*;
 
-use crate::backend::{Rope, RopeStyle, Tensor, expect_shape};
-use crate::error::{Error, Result};
+use crate::backend::{Rope, RopeStyle, Tensor, check};
+use crate::error::Result;
 
 use super::Cpu;
-use super::buffer::{f32s_mut, u32s};
+use super::buffer::{f32s, f32s_mut, u32s};
+use super::norm::inv_rms;
 
 thread_local! {
     /// (cos, sin) of each rotated pair for the current position: [n_rot / 2, 2].
     static ANGLES: RefCell<Vec<f32>> = const { RefCell::new(Vec::new()) };
-}
-
-/// Checks the rope settings against a row of `cols` values; returns n_heads.
-pub fn check(op: &'static str, rope: &Rope, cols: usize) -> Result<usize> {
-    let Rope { head_dim, n_rot, .. } = *rope;
-    if head_dim == 0 || n_rot > head_dim || !n_rot.is_multiple_of(2) || !cols.is_multiple_of(head_dim) {
-        return Err(Error::InvalidArgument(format!(
-            "{op}: need an even n_rot ≤ head_dim and rows of whole heads; got n_rot {n_rot}, \
-             head_dim {head_dim}, row of {cols}"
-        )));
-    }
-    Ok(cols / head_dim)
 }
 
 /// Runs `f` with the (cos, sin) table of position `pos`, kept in thread-local scratch.
@@ -65,8 +54,7 @@ pub fn rotate(head: &mut [f32], angles: &[f32], rope: &Rope) {
 /// See [`crate::Backend::rope`].   x: [n_tokens, n_heads · head_dim]; pos: u32 [n_tokens, 1]
 pub fn rope(x: &mut Tensor<Cpu>, pos: &Tensor<Cpu>, rope: &Rope) -> Result<()> {
     let op = "rope";
-    check(op, rope, x.cols)?;
-    expect_shape(op, pos, x.rows, 1)?;
+    check::rope(op, x, pos, rope)?;
     let pos = u32s(op, pos)?;
     let cols = x.cols;
     let x = f32s_mut(op, x)?;
@@ -75,6 +63,31 @@ pub fn rope(x: &mut Tensor<Cpu>, pos: &Tensor<Cpu>, rope: &Rope) -> Result<()> {
     }
     x.par_chunks_mut(cols).zip(pos.par_iter()).for_each(|(row, &p)| {
         with_angles(p, rope, |angles| row.chunks_exact_mut(rope.head_dim).for_each(|h| rotate(h, angles, rope)));
+    });
+    Ok(())
+}
+
+/// See [`crate::Backend::rms_norm_rope`].   x: [n_tokens, n_heads · head_dim]; gain: [1, head_dim];
+/// pos: u32 [n_tokens, 1]
+pub fn rms_norm_rope(x: &mut Tensor<Cpu>, gain: &Tensor<Cpu>, eps: f32, pos: &Tensor<Cpu>, rope: &Rope) -> Result<()> {
+    let op = "rms_norm_rope";
+    check::rms_norm_rope(x, gain, pos, rope)?;
+    let (gain, pos) = (f32s(op, gain)?, u32s(op, pos)?);
+    let cols = x.cols;
+    let x = f32s_mut(op, x)?;
+    if x.is_empty() {
+        return Ok(());
+    }
+    x.par_chunks_mut(cols).zip(pos.par_iter()).for_each(|(row, &p)| {
+        with_angles(p, rope, |angles| {
+            for head in row.chunks_exact_mut(rope.head_dim) {
+                let scale = inv_rms(head, eps);
+                for (v, &g) in head.iter_mut().zip(gain) {
+                    *v = (*v * scale) * g;
+                }
+                rotate(head, angles, rope);
+            }
+        });
     });
     Ok(())
 }

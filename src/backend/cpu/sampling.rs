@@ -5,9 +5,8 @@ use std::cmp::Ordering;
 
 use rayon::prelude::*;
 
-use crate::backend::{Tensor, check, expect_shape};
-use crate::error::{Error, Result};
-use crate::generate::sampler::sanitize;
+use crate::backend::{Tensor, check, sanitize};
+use crate::error::Result;
 
 use super::Cpu;
 use super::buffer::{f32s, f32s_mut, u32s_mut};
@@ -17,10 +16,7 @@ use super::buffer::{f32s, f32s_mut, u32s_mut};
 pub fn argmax(x: &Tensor<Cpu>, dst: &mut Tensor<Cpu>) -> Result<()> {
     let op = "argmax";
     let vocab = x.cols;
-    expect_shape(op, dst, x.rows, 1)?;
-    if vocab == 0 || u32::try_from(vocab - 1).is_err() {
-        return Err(Error::InvalidArgument(format!("argmax: rows of {vocab} values have no u32 argmax")));
-    }
+    check::argmax(x, dst)?;
     let (x, dst) = (f32s(op, x)?, u32s_mut(op, dst)?);
     dst.par_iter_mut().zip(x.par_chunks(vocab)).for_each(|(best, row)| {
         let mut best_j = 0;

@@ -331,3 +331,69 @@ mod tests {
         assert_eq!(y, expected);
     }
 }
+
+/// The AVX-512 kernels (avx512.rs) against the portable path, bit for bit.
+#[cfg(all(test, target_arch = "x86_64"))]
+mod avx512_tests {
+    use crate::backend::cpu::avx512::{AVAILABLE, dequantize_row, dot_quant, dot4x4};
+    use crate::quant::{Format, dequantize_row as reference_dequantize};
+
+    fn noise(n: usize, seed: u64) -> Vec<u8> {
+        let mut s = seed.wrapping_mul(0x9e37_79b9_7f4a_7c15) | 1;
+        (0..n)
+            .map(|_| {
+                s ^= s << 13;
+                s ^= s >> 7;
+                s ^= s << 17;
+                s as u8
+            })
+            .collect()
+    }
+
+    fn floats(n: usize, seed: u64) -> Vec<f32> {
+        noise(n, seed).iter().map(|&b| b as f32 / 127.5 - 1.0).collect()
+    }
+
+    #[test]
+    fn avx512_fused_and_batched_kernels_equal_the_portable_path() {
+        if !*AVAILABLE {
+            eprintln!("skipping: no AVX-512 on this CPU");
+            return;
+        }
+        let k = 576;
+        for format in [Format::Q4_0, Format::Q4_1, Format::Q8_0] {
+            let mut bytes = noise(4 * format.row_bytes(k).unwrap(), format.ggml_id() as u64);
+            for block in bytes.chunks_exact_mut(format.block_bytes()) {
+                block[1] &= 0x3b; // finite f16 scales
+                block[3] &= 0x3b;
+            }
+            let rows: Vec<&[u8]> = bytes.chunks_exact(format.row_bytes(k).unwrap()).collect();
+            let x = floats(k, 7);
+            let mut expected = [0.0f32; 4];
+            for (r, row) in rows.iter().enumerate() {
+                let (mut fast, mut reference) = (vec![0.0; k], vec![0.0; k]);
+                dequantize_row(format, row, &mut fast);
+                reference_dequantize(format, row, &mut reference);
+                assert_eq!(fast, reference, "{} dequantize", format.name());
+                expected[r] = super::portable::dot(&x, &reference);
+            }
+            let mut got = [0.0f32; 4];
+            dot_quant(format, &rows, &x, &mut got);
+            assert_eq!(got.map(f32::to_bits), expected.map(f32::to_bits), "{} fused x4", format.name());
+            let mut one = [0.0f32; 3];
+            dot_quant(format, &rows[1..], &x, &mut one);
+            assert_eq!(one.map(f32::to_bits), [1, 2, 3].map(|r| expected[r].to_bits()), "{} fused x3", format.name());
+        }
+        for k in [1, 15, 16, 37, 576] {
+            let a: Vec<Vec<f32>> = (0..4).map(|i| floats(k, 10 + i)).collect();
+            let b: Vec<Vec<f32>> = (0..4).map(|i| floats(k, 20 + i)).collect();
+            // SAFETY: AVAILABLE checked above; all slices have length k.
+            let got = unsafe { dot4x4([&a[0], &a[1], &a[2], &a[3]], [&b[0], &b[1], &b[2], &b[3]]) };
+            for i in 0..4 {
+                for j in 0..4 {
+                    assert_eq!(got[i][j].to_bits(), super::portable::dot(&a[i], &b[j]).to_bits(), "k {k} ({i}, {j})");
+                }
+            }
+        }
+    }
+}

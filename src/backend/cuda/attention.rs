@@ -16,10 +16,10 @@
 
 use cudarc::driver::{LaunchConfig, PushKernelArg, sys};
 
-use super::context::{Cuda, driver, expect_below, grid_1d};
-use super::source::Module;
-use crate::backend::check;
-use crate::backend::{AttnBatch, AttnShape, DType, KvLayer, Tensor, expect_shape};
+use super::context::{Cuda, grid_1d};
+use super::driver::driver;
+use super::kernels::{Module, entry};
+use crate::backend::{AttnBatch, AttnShape, KvLayer, Tensor, check};
 use crate::error::{Error, Result};
 
 /// Key splits per (token, head): split s takes keys j ≡ s (mod N_SPLITS).
@@ -39,19 +39,13 @@ pub fn kv_write(
     slot: &Tensor<Cuda>,
     cache: &mut KvLayer<Cuda>,
 ) -> Result<()> {
+    check::kv_write(k, v, slot, cache)?;
     let kv_dim = cache.k.cols;
-    expect_shape("kv_write", k, slot.rows, kv_dim)?;
-    expect_shape("kv_write", v, slot.rows, kv_dim)?;
-    expect_shape("kv_write", &cache.v, cache.k.rows, kv_dim)?;
-    if slot.dtype != DType::U32 || slot.cols != 1 {
-        return Err(Error::InvalidArgument("kv_write: slot must be u32 [n_tokens, 1]".into()));
-    }
-    expect_below("kv_write", "slot", slot, cache.k.rows)?;
     let (n, kv_dim32, n_slots) = (k.len() as u64, kv_dim as u32, cache.k.rows as u32);
     if n == 0 {
         return Ok(());
     }
-    let f = cuda.function(Module::KvWrite, "kv_write")?;
+    let f = cuda.function(Module::KvWrite, entry::KV_WRITE)?;
     let mut l = cuda.stream.launch_builder(&f);
     l.arg(&k.buf.dev).arg(&v.buf.dev).arg(&slot.buf.dev).arg(&mut cache.k.buf.dev).arg(&mut cache.v.buf.dev);
     l.arg(&n).arg(&kv_dim32).arg(&n_slots);
@@ -74,25 +68,13 @@ pub fn attention(
     shape: &AttnShape,
     dst: &mut Tensor<Cuda>,
 ) -> Result<()> {
-    let AttnShape { n_heads, n_kv_heads, head_dim, .. } = *shape;
-    if head_dim == 0 || head_dim > 256 || n_kv_heads == 0 || n_heads % n_kv_heads != 0 {
-        return Err(Error::Unsupported { op: "attention", backend: "cuda", detail: format!("{shape:?}") });
+    check::attention(q, cache, batch, shape, dst)?;
+    let AttnShape { n_heads, head_dim, .. } = *shape;
+    if head_dim > 256 {
+        let detail = format!("head_dim {head_dim} (at most 256)");
+        return Err(Error::Unsupported { op: "attention", backend: "cuda", detail });
     }
     let n_tokens = q.rows;
-    expect_shape("attention", q, n_tokens, n_heads * head_dim)?;
-    expect_shape("attention", dst, n_tokens, n_heads * head_dim)?;
-    expect_shape("attention", &cache.k, cache.k.rows, n_kv_heads * head_dim)?;
-    for t in [&batch.seq, &batch.pos] {
-        expect_shape("attention", t, n_tokens, 1)?;
-        if t.dtype != DType::U32 {
-            return Err(Error::InvalidArgument("attention: seq and pos must be u32".into()));
-        }
-    }
-    if batch.block_table.dtype != DType::U32 || batch.block_size == 0 {
-        return Err(Error::InvalidArgument("attention: block_table must be u32, block_size > 0".into()));
-    }
-    expect_shape("attention", &cache.v, cache.k.rows, cache.k.cols)?;
-    check_batch(batch, cache.k.rows)?;
     if n_tokens * n_heads == 0 {
         return Ok(());
     }
@@ -109,9 +91,9 @@ fn prefill_variant(cuda: &Cuda, n_tokens: usize, head_dim: usize) -> Result<Opti
         return Ok(None);
     }
     let (entry, hd) = match head_dim {
-        0..=64 => ("attention_prefill_64", 64),
-        65..=128 => ("attention_prefill_128", 128),
-        _ => ("attention_prefill_256", 256),
+        0..=64 => (entry::ATTENTION_PREFILL_64, 64),
+        65..=128 => (entry::ATTENTION_PREFILL_128, 128),
+        _ => (entry::ATTENTION_PREFILL_256, 256),
     };
     // q and one K/V tile of [rows][hd + 4] floats, plus p [rows][keys + 1] (see the kernel's header);
     // the kernel's own static arrays (~0.8 KiB) are budgeted as 1 KiB.
@@ -154,7 +136,7 @@ fn attention_prefill(
     l.arg(&nt).arg(&nh).arg(&nkv).arg(&hd).arg(&scale).arg(&bs).arg(&mb).arg(&n_seqs).arg(&n_slots);
     // SAFETY: arguments match attention_prefill_<HD> in cuda/attention_prefill.cu, HD ≥ head_dim;
     // q, dst hold n_tokens · n_heads · head_dim floats, seq/pos n_tokens u32, block_table n_seqs ·
-    // max_blocks u32 (check_batch rejected host-written bad indices; the kernel still skips seq ≥
+    // max_blocks u32 (check::attention rejected host-written bad indices; the kernel still skips seq ≥
     // n_seqs, keys past max_blocks · block_size and slots ≥ n_slots); smem is the tile's dynamic
     // shared memory, allowed above and within the device's opt-in limit (prefill_variant).
     unsafe { l.launch(cfg) }.map_err(driver)?;
@@ -180,7 +162,7 @@ fn attention_split(
     let mut counters = cuda.scratch(&cuda.attn_counters, pairs * 4)?;
     let done = counters.as_mut().expect("scratch allocated");
 
-    let f = cuda.function(Module::Attention, "attention")?;
+    let f = cuda.function(Module::Attention, entry::ATTENTION)?;
     let u = |v: usize| v as u32;
     let (nh, nkv, hd, bs, mb, ns) =
         (u(n_heads), u(n_kv_heads), u(head_dim), u(batch.block_size), u(batch.block_table.cols), u(n_splits));
@@ -192,23 +174,15 @@ fn attention_split(
     l.arg(&nh).arg(&nkv).arg(&hd).arg(&scale).arg(&bs).arg(&mb).arg(&ns).arg(&n_seqs).arg(&n_slots);
     // SAFETY: arguments match cuda/attention.cu; q, dst hold n_tokens · n_heads · head_dim floats,
     // seq/pos n_tokens u32, block_table n_seqs · max_blocks u32 (the model fills it with valid
-    // blocks; check_batch rejected host-written bad indices, and the kernel still skips seq ≥ n_seqs
+    // blocks; check::attention rejected host-written bad indices, and the kernel still skips seq ≥ n_seqs
     // and slots ≥ n_slots), partial pairs · n_splits · (2 + head_dim) floats, done pairs u32.
     unsafe { l.launch(cfg) }.map_err(driver)?;
     Ok(())
 }
 
-/// Checks the batch's indices on the host copies of its tensors (see `backend::check`).
-fn check_batch(batch: &AttnBatch<Cuda>, n_slots: usize) -> Result<()> {
-    check::attention_batch(batch, n_slots, |b| b.mirror.as_deref())
-}
-
 pub fn copy_slots(cuda: &Cuda, cache: &mut KvLayer<Cuda>, src: usize, dst: usize, n: usize) -> Result<()> {
-    let (n_slots, kv_dim) = (cache.k.rows, cache.k.cols);
-    let fits = |start: usize| start.checked_add(n).is_some_and(|end| end <= n_slots);
-    if !fits(src) || !fits(dst) {
-        return Err(Error::InvalidArgument(format!("copy_slots: [{src}, +{n}) → [{dst}, +{n}) in {n_slots} slots")));
-    }
+    check::copy_slots(cache, src, dst, n)?;
+    let kv_dim = cache.k.cols;
     if n == 0 || src == dst {
         return Ok(());
     }
@@ -216,7 +190,7 @@ pub fn copy_slots(cuda: &Cuda, cache: &mut KvLayer<Cuda>, src: usize, dst: usize
     // themselves), in the order that reads every slot before it is overwritten; the stream orders them.
     let piece = n.min(src.abs_diff(dst));
     let starts: Vec<usize> = (0..n).step_by(piece).collect();
-    let f = cuda.function(Module::CopySlots, "copy_slots")?;
+    let f = cuda.function(Module::CopySlots, entry::COPY_SLOTS)?;
     for &i in
         if dst > src { Box::new(starts.iter().rev()) as Box<dyn Iterator<Item = _>> } else { Box::new(starts.iter()) }
     {

@@ -6,11 +6,13 @@
 //! `ULTRA_CUDA_GRAPHS=0` turns all of this off (every step runs eagerly).
 
 use std::collections::{HashMap, HashSet};
-use std::sync::atomic::Ordering;
+use std::sync::Arc;
 
 use cudarc::driver::{CudaGraph, sys};
 
-use super::context::{Cuda, driver, lock};
+use cudarc::driver::CudaStream;
+
+use super::driver::driver;
 use crate::backend::StepMode;
 use crate::error::{Error, Result};
 
@@ -36,45 +38,45 @@ pub(super) struct Graphs {
     capturing: Option<(u64, u64)>,
 }
 
-pub fn begin_step(cuda: &Cuda, key: u64) -> Result<StepMode> {
-    if !cuda.graphs_enabled {
-        return Ok(StepMode::Run);
-    }
-    let mut g = lock(&cuda.graphs);
-    if g.capturing.is_some() {
-        return Err(Error::InvalidArgument("begin_step: the previous step was not ended".into()));
-    }
-    let generation = cuda.scratch_generation.load(Ordering::Relaxed);
-    if let Some(r) = g.recorded.get(&key) {
-        if r.generation == generation {
-            r.graph.launch().map_err(driver)?;
-            return Ok(StepMode::Replayed);
+impl Graphs {
+    /// Starts the pass of `key` on `stream`; `generation` is the scratch buffers' generation now.
+    pub fn begin_step(&mut self, stream: &Arc<CudaStream>, key: u64, generation: u64) -> Result<StepMode> {
+        let g = self;
+        if g.capturing.is_some() {
+            return Err(Error::InvalidArgument("begin_step: the previous step was not ended".into()));
         }
-        g.recorded.remove(&key);
-    } else if g.seen.insert(key) {
-        return Ok(StepMode::Run);
+        if let Some(r) = g.recorded.get(&key) {
+            if r.generation == generation {
+                r.graph.launch().map_err(driver)?;
+                return Ok(StepMode::Replayed);
+            }
+            g.recorded.remove(&key);
+        } else if g.seen.insert(key) {
+            return Ok(StepMode::Run);
+        }
+        stream.begin_capture(sys::CUstreamCaptureMode::CU_STREAM_CAPTURE_MODE_RELAXED).map_err(driver)?;
+        g.capturing = Some((key, generation));
+        Ok(StepMode::Run)
     }
-    cuda.stream.begin_capture(sys::CUstreamCaptureMode::CU_STREAM_CAPTURE_MODE_RELAXED).map_err(driver)?;
-    g.capturing = Some((key, generation));
-    Ok(StepMode::Run)
-}
 
-pub fn end_step(cuda: &Cuda, ok: bool) -> Result<()> {
-    let mut g = lock(&cuda.graphs);
-    let Some((key, generation)) = g.capturing.take() else {
-        return Ok(());
-    };
-    let graph = cuda.stream.end_capture(sys::CUgraphInstantiate_flags(0)).map_err(driver)?;
-    let Some(graph) = graph.filter(|_| ok) else {
-        // A failed pass is not recorded (and its captured launches never run).
-        return Ok(());
-    };
-    // Nothing ran while capturing: run the pass now.
-    graph.launch().map_err(driver)?;
-    if g.recorded.len() >= MAX_GRAPHS {
-        g.recorded.clear();
-        g.seen.clear();
+    /// Ends the pass `begin_step` started: a captured pass becomes a graph and runs now.
+    pub fn end_step(&mut self, stream: &Arc<CudaStream>, ok: bool) -> Result<()> {
+        let g = self;
+        let Some((key, generation)) = g.capturing.take() else {
+            return Ok(());
+        };
+        let graph = stream.end_capture(sys::CUgraphInstantiate_flags(0)).map_err(driver)?;
+        let Some(graph) = graph.filter(|_| ok) else {
+            // A failed pass is not recorded (and its captured launches never run).
+            return Ok(());
+        };
+        // Nothing ran while capturing: run the pass now.
+        graph.launch().map_err(driver)?;
+        if g.recorded.len() >= MAX_GRAPHS {
+            g.recorded.clear();
+            g.seen.clear();
+        }
+        g.recorded.insert(key, Recorded { graph, generation });
+        Ok(())
     }
-    g.recorded.insert(key, Recorded { graph, generation });
-    Ok(())
 }

@@ -3,27 +3,30 @@
 
 mod attention;
 mod context;
+mod driver;
 mod elementwise;
 mod embed;
 mod graph;
+pub mod kernels;
 mod matmul;
+mod memory;
 mod norm;
+mod planes;
 mod profile;
 mod rope;
 mod sampling;
-pub mod source;
 
-pub use context::{Cuda, CudaBuffer, CudaWeight};
+pub use context::Cuda;
+pub use memory::{CudaBuffer, CudaWeight};
 
 use crate::backend::{AttnBatch, AttnShape, Backend, DType, HostBytes, KvLayer, Rope, StepMode, Tensor, Weight};
 use crate::error::Result;
 use crate::quant::Format;
 
 impl Cuda {
-    /// Every op passes here: it is counted (see `Cuda::q8_holds`) and, with ULTRA_CUDA_PROFILE=1, timed.
+    /// Every op passes here: with ULTRA_CUDA_PROFILE=1 it is timed.
     fn op<T>(&self, label: impl FnOnce() -> (String, u64), run: impl FnOnce() -> Result<T>) -> Result<T> {
-        self.next_op();
-        profile::timed(self, label, run)
+        profile::timed(self.profiler.as_ref(), &self.stream, label, run)
     }
 }
 
@@ -36,35 +39,35 @@ impl Backend for Cuda {
     }
 
     fn alloc(&self, dtype: DType, rows: usize, cols: usize) -> Result<Tensor<Self>> {
-        context::alloc(self, dtype, rows, cols)
+        memory::alloc(self, dtype, rows, cols)
     }
     fn write_f32(&self, dst: &mut Tensor<Self>, data: &[f32]) -> Result<()> {
-        self.next_op();
-        context::write(self, dst, DType::F32, data)
+        memory::write(self, dst, "write_f32", data)
     }
     fn write_u32(&self, dst: &mut Tensor<Self>, data: &[u32]) -> Result<()> {
-        self.next_op();
-        context::write_u32(self, dst, data)
+        memory::write_u32(self, dst, data)
     }
     fn read_f32(&self, src: &Tensor<Self>, out: &mut [f32]) -> Result<()> {
-        context::read(self, src, DType::F32, out)
+        memory::read(self, src, "read_f32", out)
     }
     fn read_u32(&self, src: &Tensor<Self>, out: &mut [u32]) -> Result<()> {
-        context::read(self, src, DType::U32, out)
+        memory::read(self, src, "read_u32", out)
     }
     fn upload_weight(&self, format: Format, rows: usize, cols: usize, bytes: HostBytes) -> Result<Weight<Self>> {
-        context::upload_weight(self, format, rows, cols, bytes)
+        memory::upload_weight(self, format, rows, cols, bytes)
     }
     fn sync(&self) -> Result<()> {
-        context::sync(self)
+        memory::sync(self)
     }
     fn begin_step(&self, key: u64) -> Result<StepMode> {
-        self.next_op();
-        graph::begin_step(self, key)
+        if !self.graphs_enabled {
+            return Ok(StepMode::Run);
+        }
+        let generation = self.scratch_generation.load(std::sync::atomic::Ordering::Relaxed);
+        context::lock(&self.graphs).begin_step(&self.stream, key, generation)
     }
     fn end_step(&self, ok: bool) -> Result<()> {
-        self.next_op();
-        graph::end_step(self, ok)
+        context::lock(&self.graphs).end_step(&self.stream, ok)
     }
 
     fn matmul(&self, x: &Tensor<Self>, w: &Weight<Self>, dst: &mut Tensor<Self>) -> Result<()> {
@@ -105,6 +108,17 @@ impl Backend for Cuda {
     }
     fn silu_mul(&self, gate: &Tensor<Self>, up: &Tensor<Self>, dst: &mut Tensor<Self>) -> Result<()> {
         self.op(|| ("silu_mul".into(), 0), || elementwise::silu_mul(self, gate, up, dst))
+    }
+    fn silu_mul_matmul(
+        &self,
+        gate: &Tensor<Self>,
+        up: &Tensor<Self>,
+        w: &Weight<Self>,
+        hidden: &mut Tensor<Self>,
+        dst: &mut Tensor<Self>,
+    ) -> Result<()> {
+        let label = self.profiler.as_ref().map(|_| matmul::label_fused("silu_mul", hidden, w)).unwrap_or_default();
+        self.op(|| label, || matmul::silu_mul_matmul(self, gate, up, w, hidden, dst))
     }
     fn add_assign(&self, x: &mut Tensor<Self>, y: &Tensor<Self>) -> Result<()> {
         self.op(|| ("add_assign".into(), 0), || elementwise::add_assign(self, x, y))

@@ -2,19 +2,19 @@
 
 use cudarc::driver::{LaunchConfig, PushKernelArg};
 
-use super::context::{Cuda, driver};
-use super::source::Module;
-use crate::backend::{Tensor, expect_shape};
+use super::context::Cuda;
+use super::driver::driver;
+use super::kernels::{Module, entry};
+use crate::backend::{Tensor, check};
 use crate::error::Result;
 
 pub fn rms_norm(cuda: &Cuda, x: &Tensor<Cuda>, gain: &Tensor<Cuda>, eps: f32, dst: &mut Tensor<Cuda>) -> Result<()> {
     let (rows, d) = (x.rows, x.cols);
-    expect_shape("rms_norm", gain, 1, d)?;
-    expect_shape("rms_norm", dst, rows, d)?;
+    check::rms_norm(x, gain, dst)?;
     if rows == 0 {
         return Ok(());
     }
-    let f = cuda.function(Module::RmsNorm, "rms_norm")?;
+    let f = cuda.function(Module::RmsNorm, entry::RMS_NORM)?;
     let cfg = LaunchConfig { grid_dim: (rows as u32, 1, 1), block_dim: (256, 1, 1), shared_mem_bytes: 0 };
     let d32 = d as u32;
     let mut l = cuda.stream.launch_builder(&f);
@@ -34,13 +34,11 @@ pub fn add_rms_norm(
     dst: &mut Tensor<Cuda>,
 ) -> Result<()> {
     let (rows, d) = (x.rows, x.cols);
-    expect_shape("add_rms_norm", y, rows, d)?;
-    expect_shape("add_rms_norm", gain, 1, d)?;
-    expect_shape("add_rms_norm", dst, rows, d)?;
+    check::add_rms_norm(x, y, gain, dst)?;
     if rows == 0 {
         return Ok(());
     }
-    let f = cuda.function(Module::RmsNorm, "add_rms_norm")?;
+    let f = cuda.function(Module::RmsNorm, entry::ADD_RMS_NORM)?;
     let cfg = LaunchConfig { grid_dim: (rows as u32, 1, 1), block_dim: (256, 1, 1), shared_mem_bytes: 0 };
     let d32 = d as u32;
     let mut l = cuda.stream.launch_builder(&f);

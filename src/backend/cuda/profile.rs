@@ -4,12 +4,13 @@
 //! the table shows kernel time without launch overlap: use it to find the slow op, and
 //! `ultra bench` for end-to-end speed. The wgpu backend has the same switch (ULTRA_WGPU_PROFILE).
 
-use std::collections::{HashMap, HashSet};
+use std::collections::HashSet;
 use std::sync::Mutex;
 
-use cudarc::driver::{CudaEvent, sys::CUevent_flags};
+use cudarc::driver::{CudaEvent, CudaStream, sys::CUevent_flags};
 
-use super::context::{Cuda, driver};
+use super::driver::driver;
+use crate::backend::profile::ProfileTable;
 use crate::error::Result;
 
 /// Pending event pairs resolved (with one stream synchronization) once this many have queued.
@@ -18,9 +19,8 @@ const FLUSH_EVERY: usize = 512;
 #[derive(Default)]
 pub struct Profiler {
     pending: Mutex<Vec<(String, u64, CudaEvent, CudaEvent)>>,
-    /// label → (total ms, calls, bytes moved per call); each label's first call is left out (it
-    /// includes compiling the kernel).
-    totals: Mutex<HashMap<String, (f64, usize, u64)>>,
+    /// Each label's first call is left out (it includes compiling the kernel).
+    totals: Mutex<ProfileTable>,
     seen: Mutex<HashSet<String>>,
 }
 
@@ -31,11 +31,16 @@ pub fn requested() -> bool {
 
 /// Runs `op`, timing it when profiling: `label` names the row (and gives the bytes it must move,
 /// 0 when not meaningful) and is only evaluated when profiling is on.
-pub fn timed<T>(cuda: &Cuda, label: impl FnOnce() -> (String, u64), op: impl FnOnce() -> Result<T>) -> Result<T> {
-    let Some(p) = &cuda.profiler else { return op() };
-    let start = cuda.stream.record_event(Some(CUevent_flags::CU_EVENT_DEFAULT)).map_err(driver)?;
+pub fn timed<T>(
+    profiler: Option<&Profiler>,
+    stream: &CudaStream,
+    label: impl FnOnce() -> (String, u64),
+    op: impl FnOnce() -> Result<T>,
+) -> Result<T> {
+    let Some(p) = profiler else { return op() };
+    let start = stream.record_event(Some(CUevent_flags::CU_EVENT_DEFAULT)).map_err(driver)?;
     let out = op()?;
-    let end = cuda.stream.record_event(Some(CUevent_flags::CU_EVENT_DEFAULT)).map_err(driver)?;
+    let end = stream.record_event(Some(CUevent_flags::CU_EVENT_DEFAULT)).map_err(driver)?;
     let (name, bytes) = label();
     let mut pending = p.pending.lock().unwrap_or_else(|e| e.into_inner());
     pending.push((name, bytes, start, end));
@@ -54,9 +59,7 @@ fn flush(p: &Profiler, pending: &mut Vec<(String, u64, CudaEvent, CudaEvent)>) -
             continue;
         }
         let ms = start.elapsed_ms(&end).map_err(driver)? as f64;
-        let row = totals.entry(name).or_insert((0.0, 0, bytes));
-        row.0 += ms;
-        row.1 += 1;
+        totals.add(name, ms * 1e6, bytes);
     }
     Ok(())
 }
@@ -67,18 +70,6 @@ impl Drop for Profiler {
         if flush(self, &mut pending).is_err() {
             eprintln!("cuda profile: the last events could not be read");
         }
-        let totals = self.totals.get_mut().unwrap_or_else(|e| e.into_inner());
-        let mut rows: Vec<_> = totals.iter().collect();
-        rows.sort_by(|a, b| b.1.0.total_cmp(&a.1.0));
-        let all: f64 = rows.iter().map(|r| r.1.0).sum();
-        eprintln!("cuda profile: {all:.1} ms of GPU time in timed ops");
-        for (label, &(ms, calls, bytes)) in rows {
-            let per_call_us = ms * 1e3 / calls as f64;
-            let bw = if bytes > 0 { format!("{:>7.0} GB/s", bytes as f64 / per_call_us / 1e3) } else { String::new() };
-            eprintln!(
-                "  {:>5.1}%  {ms:>10.3} ms  {calls:>7} calls  {per_call_us:>9.2} µs/call {bw}  {label}",
-                100.0 * ms / all
-            );
-        }
+        self.totals.get_mut().unwrap_or_else(|e| e.into_inner()).print("cuda", "timed ops");
     }
 }

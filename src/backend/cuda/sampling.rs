@@ -2,25 +2,23 @@
 
 use cudarc::driver::{LaunchConfig, PushKernelArg};
 
-use super::context::{Cuda, driver};
-use super::source::Module;
-use crate::backend::{DType, Tensor, check, expect_shape};
-use crate::error::{Error, Result};
+use super::context::Cuda;
+use super::driver::driver;
+use super::kernels::{Module, entry};
+use crate::backend::{Tensor, check};
+use crate::error::Result;
 
 /// Threads per block of `cuda/top_k.cu`: its TOP_K_THREADS, which sizes its shared arrays (the
 /// kernel does nothing under any other block size).
 const TOP_K_THREADS: u32 = 1024;
 
 pub fn argmax(cuda: &Cuda, x: &Tensor<Cuda>, dst: &mut Tensor<Cuda>) -> Result<()> {
-    expect_shape("argmax", dst, x.rows, 1)?;
-    if dst.dtype != DType::U32 {
-        return Err(Error::InvalidArgument("argmax: dst must be u32".into()));
-    }
-    dst.buf.mirror = None; // written by the device from here on
+    check::argmax(x, dst)?;
+    dst.buf.mirror.forget(); // written by the device from here on
     if x.rows == 0 {
         return Ok(());
     }
-    let f = cuda.function(Module::Argmax, "argmax")?;
+    let f = cuda.function(Module::Argmax, entry::ARGMAX)?;
     let vocab = x.cols as u32;
     let cfg = LaunchConfig { grid_dim: (x.rows as u32, 1, 1), block_dim: (1024, 1, 1), shared_mem_bytes: 0 };
     let mut l = cuda.stream.launch_builder(&f);
@@ -32,11 +30,11 @@ pub fn argmax(cuda: &Cuda, x: &Tensor<Cuda>, dst: &mut Tensor<Cuda>) -> Result<(
 
 pub fn top_k(cuda: &Cuda, x: &Tensor<Cuda>, ids: &mut Tensor<Cuda>, vals: &mut Tensor<Cuda>) -> Result<()> {
     let k = check::top_k(x, ids, vals)?;
-    ids.buf.mirror = None; // written by the device from here on
+    ids.buf.mirror.forget(); // written by the device from here on
     if x.rows == 0 {
         return Ok(());
     }
-    let f = cuda.function(Module::TopK, "top_k")?;
+    let f = cuda.function(Module::TopK, entry::TOP_K)?;
     let (vocab, k) = (x.cols as u32, k as u32);
     let cfg = LaunchConfig { grid_dim: (x.rows as u32, 1, 1), block_dim: (TOP_K_THREADS, 1, 1), shared_mem_bytes: 0 };
     let mut l = cuda.stream.launch_builder(&f);

@@ -24,8 +24,7 @@
 use super::Wgpu;
 use super::context::Job;
 use super::kernels::{Kernel, Variant};
-use crate::backend::check;
-use crate::backend::{AttnBatch, AttnShape, DType, KvLayer, Tensor, expect_shape};
+use crate::backend::{AttnBatch, AttnShape, KvLayer, Tensor, check};
 use crate::error::{Error, Result};
 
 /// Key positions per chunk; must equal attention_fold.wgsl's CHUNK.
@@ -51,13 +50,8 @@ pub fn kv_write(
     slot: &Tensor<Wgpu>,
     cache: &mut KvLayer<Wgpu>,
 ) -> Result<()> {
-    let (n_tokens, kv_dim) = (k.rows, k.cols);
-    expect_shape("kv_write", v, n_tokens, kv_dim)?;
-    expect_shape("kv_write", slot, n_tokens, 1)?;
-    expect_shape("kv_write", &cache.v, cache.k.rows, kv_dim)?;
-    expect_shape("kv_write", &cache.k, cache.k.rows, kv_dim)?;
-    be.expect_dtypes("kv_write", &[(k, DType::F32), (v, DType::F32), (slot, DType::U32)])?;
-    be.expect_below("kv_write", "slot", slot, cache.k.rows)?;
+    check::kv_write(k, v, slot, cache)?;
+    let kv_dim = k.cols;
     let n = k.len();
     let params = [n as u32, kv_dim as u32, cache.k.rows as u32];
     let bufs = [&k.buf, &v.buf, &slot.buf, &cache.k.buf, &cache.v.buf];
@@ -65,10 +59,8 @@ pub fn kv_write(
 }
 
 pub fn copy_slots(be: &Wgpu, cache: &mut KvLayer<Wgpu>, src: usize, dst: usize, n: usize) -> Result<()> {
-    let (n_slots, kv_dim) = (cache.k.rows, cache.k.cols);
-    if src.max(dst).checked_add(n).is_none_or(|end| end > n_slots) {
-        return Err(Error::InvalidArgument(format!("copy_slots: [{src}, {dst}) + {n} outside {n_slots} slots")));
-    }
+    check::copy_slots(cache, src, dst, n)?;
+    let kv_dim = cache.k.cols;
     // A buffer cannot be bound twice in one dispatch: copy through scratch (src → scratch → dst).
     let len = n * kv_dim;
     let scratch = be.ctx.scratch((len * 4) as u64)?;
@@ -92,22 +84,12 @@ pub fn attention(
     shape: &AttnShape,
     dst: &mut Tensor<Wgpu>,
 ) -> Result<()> {
+    check::attention(q, cache, batch, shape, dst)?;
     let (n_tokens, hd) = (q.rows, shape.head_dim);
-    let unsupported = |detail: String| Error::Unsupported { op: "attention", backend: "wgpu", detail };
-    if hd == 0 || hd > 256 || !hd.is_multiple_of(4) {
-        return Err(unsupported(format!("head_dim {hd} (a multiple of 4, at most 256)")));
+    if hd > 256 || !hd.is_multiple_of(4) {
+        let detail = format!("head_dim {hd} (a multiple of 4, at most 256)");
+        return Err(Error::Unsupported { op: "attention", backend: "wgpu", detail });
     }
-    if shape.n_kv_heads == 0 || !shape.n_heads.is_multiple_of(shape.n_kv_heads) {
-        return Err(Error::InvalidArgument(format!("attention: {shape:?}")));
-    }
-    expect_shape("attention", q, n_tokens, shape.n_heads * hd)?;
-    expect_shape("attention", dst, n_tokens, shape.n_heads * hd)?;
-    expect_shape("attention", &cache.k, cache.k.rows, shape.n_kv_heads * hd)?;
-    for t in [&batch.seq, &batch.pos] {
-        expect_shape("attention", t, n_tokens, 1)?;
-    }
-    be.expect_dtypes("attention", &[(q, DType::F32), (&batch.seq, DType::U32), (&batch.pos, DType::U32)])?;
-    check_batch(batch, cache.k.rows)?;
     if n_tokens == 0 {
         return Ok(());
     }
@@ -165,14 +147,14 @@ struct Plan {
 
 impl Plan {
     fn new(be: &Wgpu, batch: &AttnBatch<Wgpu>, shape: &AttnShape, n_tokens: usize) -> Plan {
-        let pos = batch.pos.buf.mirror.as_deref();
+        let pos = batch.pos.buf.mirror.get();
         // Without a host copy of pos (written by a kernel), size for the whole block table.
         let ctx = pos.map_or(batch.block_table.cols * batch.block_size, |p| *p.iter().max().unwrap_or(&0) as usize + 1);
         let n_chunks = ctx.div_ceil(CHUNK).max(1);
         let part_bytes = n_tokens * shape.n_heads * n_chunks * (shape.head_dim + 4) * 4;
         let fits = be.ctx.limits.max_compute_workgroup_storage_size >= TILED_SHARED_BYTES;
         // Tokens per sequence, on average: prompts and chunked prefill bring many, decode one.
-        let many_per_seq = batch.seq.buf.mirror.as_deref().is_some_and(|s| {
+        let many_per_seq = batch.seq.buf.mirror.get().is_some_and(|s| {
             let mut seqs = s.to_vec();
             seqs.sort_unstable();
             seqs.dedup();
@@ -186,9 +168,4 @@ impl Plan {
 /// and `qv` vec4s of staged queries.
 fn heads_per_workgroup(group: usize, hd4: usize, rows: usize, qv: usize) -> usize {
     (1..=group).rev().find(|&d| group.is_multiple_of(d) && d <= rows && d * hd4 <= qv).unwrap_or(1)
-}
-
-/// Checks the batch's indices on the host copies of its tensors (see `backend::check`).
-fn check_batch(batch: &AttnBatch<Wgpu>, n_slots: usize) -> Result<()> {
-    check::attention_batch(batch, n_slots, |b| b.mirror.as_deref())
 }

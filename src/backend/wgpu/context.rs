@@ -11,6 +11,9 @@ use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::{Arc, Mutex};
 
 use super::kernels::Variant;
+use crate::backend::check;
+use crate::backend::host_mirror::HostMirror;
+use crate::backend::profile::ProfileTable;
 use crate::error::{Error, Result};
 
 /// Bytes of the parameter arena (one submission's worth; a longer recording flushes early).
@@ -61,10 +64,14 @@ impl Options {
 pub struct GpuBuffer {
     pub(crate) buf: wgpu::Buffer,
     pub(crate) id: u64,
-    /// Host copy of a u32 tensor's contents while only `write_u32` has written it (ids,
-    /// positions, slots, block tables), so ops can reject out-of-range indices as error values
-    /// without a readback. None once a kernel writes the tensor.
-    pub(crate) mirror: Option<Vec<u32>>,
+    /// What the host knows of a u32 tensor's values (see `HostMirror`).
+    pub(crate) mirror: HostMirror,
+}
+
+impl check::HostIndices for GpuBuffer {
+    fn host_u32(&self) -> Option<&[u32]> {
+        self.mirror.get()
+    }
 }
 
 /// One dispatch to record: kernel variant, storage buffers (bindings 1, 2, …), parameters
@@ -126,7 +133,7 @@ struct Profiler {
     resolve: wgpu::Buffer,
     readback: wgpu::Buffer,
     period_ns: f64,
-    totals: Mutex<HashMap<String, (f64, u64)>>,
+    totals: Mutex<ProfileTable>,
 }
 
 /// Dispatches timed per flush (two queries each); later ones in the same flush are not timed.
@@ -246,7 +253,7 @@ impl Context {
             usage: wgpu::BufferUsages::STORAGE | wgpu::BufferUsages::COPY_SRC | wgpu::BufferUsages::COPY_DST,
             mapped_at_creation: false,
         });
-        Ok(GpuBuffer { buf, id: self.next_id.fetch_add(1, Ordering::Relaxed), mirror: None })
+        Ok(GpuBuffer { buf, id: self.next_id.fetch_add(1, Ordering::Relaxed), mirror: HostMirror::default() })
     }
 
     /// A scratch buffer of at least `bytes`, grown (never shrunk) on demand.
@@ -469,9 +476,7 @@ impl Context {
             p.readback.unmap();
             let mut totals = p.totals.lock().unwrap_or_else(|e| e.into_inner());
             for (label, t) in labels.into_iter().zip(stamps.chunks_exact(2)) {
-                let e = totals.entry(label).or_default();
-                e.0 += t[1].saturating_sub(t[0]) as f64 * p.period_ns;
-                e.1 += 1;
+                totals.add(label, t[1].saturating_sub(t[0]) as f64 * p.period_ns, 0);
             }
         }
         self.check_errors()
@@ -554,19 +559,6 @@ impl Context {
 impl Drop for Context {
     fn drop(&mut self) {
         let Some(p) = &self.profiler else { return };
-        let totals = p.totals.lock().unwrap_or_else(|e| e.into_inner());
-        let mut rows: Vec<_> = totals.iter().collect();
-        rows.sort_by(|a, b| b.1.0.total_cmp(&a.1.0));
-        let all: f64 = rows.iter().map(|r| r.1.0).sum();
-        eprintln!("wgpu profile: {:.1} ms of GPU time in timed dispatches", all / 1e6);
-        for (label, (ns, calls)) in rows {
-            eprintln!(
-                "  {:>5.1}%  {:>10.3} ms  {:>7} calls  {:>9.2} µs/call  {label}",
-                100.0 * ns / all,
-                ns / 1e6,
-                calls,
-                ns / 1e3 / *calls as f64
-            );
-        }
+        p.totals.lock().unwrap_or_else(|e| e.into_inner()).print("wgpu", "timed dispatches");
     }
 }

@@ -2,15 +2,12 @@
 
 use super::Wgpu;
 use super::kernels::{Kernel, Variant};
-use crate::backend::{DType, Tensor, Weight, expect_shape};
+use crate::backend::{Tensor, Weight, check};
 use crate::error::Result;
 
 pub fn embed(be: &Wgpu, table: &Weight<Wgpu>, ids: &Tensor<Wgpu>, dst: &mut Tensor<Wgpu>) -> Result<()> {
     let n_tokens = ids.rows;
-    expect_shape("embed", ids, n_tokens, 1)?;
-    expect_shape("embed", dst, n_tokens, table.cols)?;
-    be.expect_dtypes("embed", &[(ids, DType::U32), (dst, DType::F32)])?;
-    be.expect_below("embed", "token id", ids, table.rows)?;
+    check::embed(table, ids, dst)?;
     let i = table.storage.info;
     let params = [i[0], i[1], i[2], i[3], table.rows as u32, n_tokens as u32];
     let v = Variant { format: Some(table.format), ..Variant::plain(Kernel::Embed) };

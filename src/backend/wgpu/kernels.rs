@@ -102,9 +102,10 @@ impl Variant {
             src += if self.subgroups { shader!("reduce_subgroup") } else { shader!("reduce_shared") };
         }
         if self.kernel == Kernel::MatmulVec {
-            let format = self.format.expect("matmul_vec has a format");
+            // Variants are made by `all()` and the matmul planner, only for quantized formats.
+            let decode = self.format.and_then(decoder32).unwrap_or("");
             src += shader!("dot32_f32");
-            return src + decoder32(format) + self.kernel.body();
+            return src + decode + self.kernel.body();
         }
         if self.kernel == Kernel::MatmulTiled {
             src += &format!("const BN: u32 = {}u;\n", self.mb);
@@ -170,15 +171,16 @@ pub const VEC_WG: u32 = 128;
 /// Tile widths BN of matmul_tiled (64 rows × BN columns; 256 threads, 4 × 4 or 4 × 8 outputs each).
 pub const TILED_SIDES: [u32; 2] = [64, 128];
 
-/// The whole-block decoder of a quantized format, for matmul_vec.
-fn decoder32(format: Format) -> &'static str {
+/// The whole-block decoder of a quantized format, for matmul_vec (float formats have none: their
+/// GEMV is `matmul`).
+fn decoder32(format: Format) -> Option<&'static str> {
     match format {
-        Format::Q4_0 => shader!("decode32_q4_0"),
-        Format::Q4_1 => shader!("decode32_q4_1"),
-        Format::Q5_0 => shader!("decode32_q5_0"),
-        Format::Q5_1 => shader!("decode32_q5_1"),
-        Format::Q8_0 => shader!("decode32_q8_0"),
-        _ => unreachable!("matmul_vec takes quantized formats only"),
+        Format::Q4_0 => Some(shader!("decode32_q4_0")),
+        Format::Q4_1 => Some(shader!("decode32_q4_1")),
+        Format::Q5_0 => Some(shader!("decode32_q5_0")),
+        Format::Q5_1 => Some(shader!("decode32_q5_1")),
+        Format::Q8_0 => Some(shader!("decode32_q8_0")),
+        Format::F32 | Format::F16 | Format::BF16 => None,
     }
 }
 
@@ -194,47 +196,3 @@ fn decoder(format: Format) -> &'static str {
         Format::Q8_0 => shader!("decode_q8_0"),
     }
 }
-
-/// Names of every file in shaders/ that some variant joins in (for the shader test).
-pub const FILES: &[&str] = &[
-    "matmul",
-    "matmul_vec",
-    "matmul_tiled",
-    "embed",
-    "rms_norm",
-    "rope",
-    "rms_norm_rope",
-    "silu_mul",
-    "add_assign",
-    "add_bias",
-    "gather_rows",
-    "kv_write",
-    "copy_slots",
-    "attention",
-    "attention_tiled",
-    "attention_combine",
-    "attention_chunk",
-    "attention_fold",
-    "argmax",
-    "top_k",
-    "common",
-    "rope_common",
-    "reduce_shared",
-    "reduce_subgroup",
-    "decode_f32",
-    "decode_f16",
-    "decode_bf16",
-    "decode_q4_0",
-    "decode_q4_1",
-    "decode_q5_0",
-    "decode_q5_1",
-    "decode_q8_0",
-    "decode32_q4_0",
-    "decode32_q4_1",
-    "decode32_q5_0",
-    "decode32_q5_1",
-    "decode32_q8_0",
-    "dot32_f32",
-    "tile32_f32",
-    "tile32_f16",
-];

@@ -25,7 +25,7 @@
 
 use super::Wgpu;
 use super::kernels::{Kernel, TILED_SIDES, VEC_WG, Variant};
-use crate::backend::{DType, Tensor, Weight, expect_shape};
+use crate::backend::{Tensor, Weight, check};
 use crate::error::Result;
 use crate::quant::Format;
 
@@ -47,10 +47,8 @@ const TILED_BM: usize = 64;
 const TILED_KS: u32 = 64;
 
 pub fn matmul(be: &Wgpu, x: &Tensor<Wgpu>, w: &Weight<Wgpu>, dst: &mut Tensor<Wgpu>) -> Result<()> {
-    let (m, k, n) = (x.rows, w.cols, w.rows);
-    expect_shape("matmul", x, m, k)?;
-    expect_shape("matmul", dst, m, n)?;
-    be.expect_dtypes("matmul", &[(x, DType::F32), (dst, DType::F32)])?;
+    let (m, n) = (x.rows, w.rows);
+    check::matmul(x, w, dst)?;
     let info = w.storage.info;
     let params = [info[0], info[1], info[2], info[3], m as u32, n as u32];
     let bufs = [&w.storage.buf, &x.buf, &dst.buf];

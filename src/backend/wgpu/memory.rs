@@ -5,8 +5,9 @@ use std::sync::atomic::Ordering;
 
 use super::Wgpu;
 use super::context::GpuBuffer;
-use crate::backend::{DType, HostBytes, Tensor, Weight};
-use crate::error::{Error, Result};
+use crate::backend::host_mirror::HostMirror;
+use crate::backend::{DType, HostBytes, Tensor, Weight, check};
+use crate::error::Result;
 use crate::quant::Format;
 
 /// A weight on the device: its words and where each section starts (see `repack`).
@@ -19,39 +20,28 @@ pub struct GpuWeight {
 
 pub fn alloc(be: &Wgpu, dtype: DType, rows: usize, cols: usize) -> Result<Tensor<Wgpu>> {
     let mut buf = be.ctx.buffer((rows * cols * 4) as u64, "tensor")?;
-    if dtype == DType::U32 {
-        buf.mirror = Some(vec![0; rows * cols]);
-    }
+    buf.mirror = HostMirror::new(dtype, rows * cols);
     Ok(Tensor { buf, rows, cols, dtype })
 }
 
-fn check_len(op: &'static str, t: &Tensor<Wgpu>, dtype: DType, len: usize) -> Result<()> {
-    if t.dtype != dtype || len > t.len() {
-        return Err(Error::Shape { op, expected: vec![t.rows, t.cols], got: vec![len] });
-    }
-    Ok(())
-}
-
 pub fn write_f32(be: &Wgpu, dst: &mut Tensor<Wgpu>, data: &[f32]) -> Result<()> {
-    check_len("write_f32", dst, DType::F32, data.len())?;
+    check::transfer("write_f32", dst, DType::F32, data.len())?;
     be.ctx.write_bytes(&dst.buf, bytemuck::cast_slice(data))
 }
 
 pub fn write_u32(be: &Wgpu, dst: &mut Tensor<Wgpu>, data: &[u32]) -> Result<()> {
-    check_len("write_u32", dst, DType::U32, data.len())?;
-    if let Some(mirror) = &mut dst.buf.mirror {
-        mirror[..data.len()].copy_from_slice(data);
-    }
+    check::transfer("write_u32", dst, DType::U32, data.len())?;
+    dst.buf.mirror.record(data);
     be.ctx.write_bytes(&dst.buf, bytemuck::cast_slice(data))
 }
 
 pub fn read_f32(be: &Wgpu, src: &Tensor<Wgpu>, out: &mut [f32]) -> Result<()> {
-    check_len("read_f32", src, DType::F32, out.len())?;
+    check::transfer("read_f32", src, DType::F32, out.len())?;
     be.ctx.read_bytes(&src.buf, bytemuck::cast_slice_mut(out))
 }
 
 pub fn read_u32(be: &Wgpu, src: &Tensor<Wgpu>, out: &mut [u32]) -> Result<()> {
-    check_len("read_u32", src, DType::U32, out.len())?;
+    check::transfer("read_u32", src, DType::U32, out.len())?;
     be.ctx.read_bytes(&src.buf, bytemuck::cast_slice_mut(out))
 }
 
@@ -62,10 +52,7 @@ pub fn sync(be: &Wgpu) -> Result<()> {
 
 pub fn upload_weight(be: &Wgpu, format: Format, rows: usize, cols: usize, bytes: HostBytes) -> Result<Weight<Wgpu>> {
     let src = bytes.bytes();
-    let expected = rows * format.row_bytes(cols)?;
-    if src.len() != expected {
-        return Err(Error::Shape { op: "upload_weight", expected: vec![expected], got: vec![src.len()] });
-    }
+    check::upload_weight(format, rows, cols, src.len())?;
     let (words, qh, d) = repack(format, src);
     let blocks = if format.is_quantized() { cols / format.block_len() } else { cols };
     let buf = be.ctx.buffer((words.len() * 4) as u64, "weight")?;
@@ -82,21 +69,21 @@ pub fn upload_weight(be: &Wgpu, format: Format, rows: usize, cols: usize, bytes:
 fn repack(format: Format, src: &[u8]) -> (Vec<u32>, u32, u32) {
     let word = |b: &[u8]| u32::from_le_bytes([b[0], b[1], b[2], b[3]]);
     let half = |b: &[u8]| u16::from_le_bytes([b[0], b[1]]) as u32;
-    if !format.is_quantized() {
-        let mut padded = src.to_vec();
-        padded.resize(src.len().next_multiple_of(4), 0);
-        return (padded.chunks_exact(4).map(word).collect(), 0, 0);
-    }
-    let blocks: Vec<&[u8]> = src.chunks_exact(format.block_bytes()).collect();
-    // (offset of the quant bytes, their length, offset of qh, whether the block has m)
-    let (qs_at, qs_len, qh_at, has_m) = match format {
-        Format::Q4_0 => (2, 16, None, false),
-        Format::Q4_1 => (4, 16, None, true),
-        Format::Q5_0 => (6, 16, Some(2), false),
-        Format::Q5_1 => (8, 16, Some(4), true),
-        Format::Q8_0 => (2, 32, None, false),
-        _ => unreachable!("float formats returned above"),
+    // Every format named here, so a new one is a compile error until its layout is chosen.
+    let (qs, qh, has_m) = match format {
+        Format::F32 | Format::F16 | Format::BF16 => {
+            let mut padded = src.to_vec();
+            padded.resize(src.len().next_multiple_of(4), 0);
+            return (padded.chunks_exact(4).map(word).collect(), 0, 0);
+        }
+        Format::Q4_0 | Format::Q4_1 | Format::Q5_0 | Format::Q5_1 | Format::Q8_0 => {
+            (format.field("qs"), format.field("qh"), format.field("dm").is_some())
+        }
     };
+    let blocks: Vec<&[u8]> = src.chunks_exact(format.block_bytes()).collect();
+    // The block's fields (Format::fields): quants, Q5's fifth bits, and scales with or without m.
+    let qs = qs.expect("legacy quantized formats have a qs field");
+    let (qs_at, qs_len, qh_at) = (qs.start, qs.len(), qh.map(|f| f.start));
     let mut words: Vec<u32> = Vec::with_capacity(src.len() / 4 + 2);
     for b in &blocks {
         words.extend(b[qs_at..qs_at + qs_len].chunks_exact(4).map(word));

@@ -17,7 +17,7 @@ pub use context::{GpuBuffer, Options};
 pub use memory::GpuWeight;
 
 use crate::backend::{AttnBatch, AttnShape, Backend, DType, HostBytes, KvLayer, Rope, StepMode, Tensor, Weight};
-use crate::error::{Error, Result};
+use crate::error::Result;
 use crate::quant::Format;
 
 pub struct Wgpu {
@@ -53,22 +53,6 @@ impl Wgpu {
     /// Whether subgroup kernels are in use (the subgroup size) and f16 is enabled.
     pub fn knobs(&self) -> (Option<u32>, bool) {
         (self.ctx.subgroup_size, self.ctx.f16)
-    }
-
-    /// Err unless each tensor has its dtype.
-    pub(crate) fn expect_dtypes(&self, op: &'static str, tensors: &[(&Tensor<Self>, DType)]) -> Result<()> {
-        match tensors.iter().find(|(t, d)| t.dtype != *d) {
-            Some((t, d)) => Err(Error::InvalidArgument(format!("{op}: expected a {d:?} tensor, got {:?}", t.dtype))),
-            None => Ok(()),
-        }
-    }
-
-    /// Err if any value of a host-mirrored u32 tensor is ≥ `limit` (an index out of range).
-    pub(crate) fn expect_below(&self, op: &'static str, what: &str, t: &Tensor<Self>, limit: usize) -> Result<()> {
-        match t.buf.mirror.as_ref().and_then(|m| m.iter().find(|&&v| v as usize >= limit)) {
-            Some(v) => Err(Error::InvalidArgument(format!("{op}: {what} {v} out of range (< {limit})"))),
-            None => Ok(()),
-        }
     }
 
     /// Adapter, API, features and limits, for `ultra info`.

@@ -3,23 +3,15 @@
 
 use super::Wgpu;
 use super::kernels::{Kernel, Variant};
-use crate::backend::{DType, Rope, RopeStyle, Tensor, expect_shape};
-use crate::error::{Error, Result};
+use crate::backend::{Rope, RopeStyle, Tensor, check};
+use crate::error::Result;
 
-/// The shared leading parameters: [n_tokens, n_heads, head_dim, n_rot, theta, freq_scale, neox].
-fn rope_params(be: &Wgpu, x: &Tensor<Wgpu>, pos: &Tensor<Wgpu>, rope: &Rope) -> Result<[u32; 7]> {
-    expect_shape("rope", pos, x.rows, 1)?;
-    be.expect_dtypes("rope", &[(x, DType::F32), (pos, DType::U32)])?;
-    if rope.head_dim == 0
-        || !x.cols.is_multiple_of(rope.head_dim)
-        || rope.n_rot > rope.head_dim
-        || !rope.n_rot.is_multiple_of(2)
-    {
-        return Err(Error::InvalidArgument(format!("rope: {rope:?} does not fit rows of {}", x.cols)));
-    }
+/// The shared leading parameters: [n_tokens, n_heads, head_dim, n_rot, theta, freq_scale, neox]
+/// (of checked arguments).
+fn rope_params(x: &Tensor<Wgpu>, rope: &Rope) -> [u32; 7] {
     let neox = (rope.style == RopeStyle::Neox) as u32;
     let n_heads = (x.cols / rope.head_dim) as u32;
-    Ok([
+    [
         x.rows as u32,
         n_heads,
         rope.head_dim as u32,
@@ -27,11 +19,12 @@ fn rope_params(be: &Wgpu, x: &Tensor<Wgpu>, pos: &Tensor<Wgpu>, rope: &Rope) -> 
         rope.theta.to_bits(),
         rope.freq_scale.to_bits(),
         neox,
-    ])
+    ]
 }
 
 pub fn rope(be: &Wgpu, x: &mut Tensor<Wgpu>, pos: &Tensor<Wgpu>, rope: &Rope) -> Result<()> {
-    let p = rope_params(be, x, pos, rope)?;
+    check::rope("rope", x, pos, rope)?;
+    let p = rope_params(x, rope);
     let threads = x.rows * p[1] as usize * rope.n_rot / 2;
     be.ctx.dispatch(Variant::plain(Kernel::Rope), &[&x.buf, &pos.buf], &p, be.ctx.grid_1d(threads))
 }
@@ -44,8 +37,8 @@ pub fn rms_norm_rope(
     pos: &Tensor<Wgpu>,
     rope: &Rope,
 ) -> Result<()> {
-    let p = rope_params(be, x, pos, rope)?;
-    expect_shape("rms_norm_rope", gain, 1, rope.head_dim)?;
+    check::rms_norm_rope(x, gain, pos, rope)?;
+    let p = rope_params(x, rope);
     let params = [p[0], p[1], p[2], p[3], p[4], p[5], p[6], eps.to_bits()];
     let v = Variant::plain(Kernel::RmsNormRope);
     be.ctx.dispatch(v, &[&x.buf, &gain.buf, &pos.buf], &params, [p[1], x.rows as u32, 1])

@@ -3,20 +3,19 @@
 
 use super::Wgpu;
 use super::kernels::{Kernel, Variant};
-use crate::backend::{DType, Tensor, check, expect_shape};
+use crate::backend::{Tensor, check};
 use crate::error::Result;
 
 pub fn argmax(be: &Wgpu, x: &Tensor<Wgpu>, dst: &mut Tensor<Wgpu>) -> Result<()> {
-    expect_shape("argmax", dst, x.rows, 1)?;
-    be.expect_dtypes("argmax", &[(x, DType::F32), (dst, DType::U32)])?;
-    dst.buf.mirror = None;
+    check::argmax(x, dst)?;
+    dst.buf.mirror.forget(); // written by the device from here on
     let v = Variant::plain(Kernel::Argmax);
     be.ctx.dispatch(v, &[&x.buf, &dst.buf], &[x.cols as u32], [x.rows as u32, 1, 1])
 }
 
 pub fn top_k(be: &Wgpu, x: &Tensor<Wgpu>, ids: &mut Tensor<Wgpu>, vals: &mut Tensor<Wgpu>) -> Result<()> {
     let k = check::top_k(x, ids, vals)?;
-    ids.buf.mirror = None; // written by the device from here on
+    ids.buf.mirror.forget(); // written by the device from here on
     let v = Variant::plain(Kernel::TopK);
     be.ctx.dispatch(v, &[&x.buf, &ids.buf, &vals.buf], &[x.cols as u32, k as u32], [x.rows as u32, 1, 1])
 }

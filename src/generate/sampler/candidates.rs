@@ -11,7 +11,8 @@
 
 use crate::backend::MAX_TOP_K;
 
-use super::{Sampler, SamplerConfig, pick, sanitize, weight};
+use super::{Sampler, SamplerConfig, pick, weight};
+use crate::backend::sanitize;
 
 impl Sampler {
     /// The k to ask `Backend::top_k` for, for rows of `vocab` logits, or None when this sampler

@@ -1,0 +1,164 @@
+//! Every CUDA kernel: the sources (`cuda/*.cu`, embedded with `include_str!`), how they join into
+//! NVRTC modules (`common.cuh`, then each part behind a `#line` marker so compiler errors point
+//! into the right file), and the entry points each module defines, all from one declaration
+//! (`registry!`). Compiling needs only libnvrtc, no GPU (tests/cuda_kernels.rs uses this).
+
+use cudarc::nvrtc::{CompileOptions, Ptx};
+
+use crate::error::{Error, Result};
+use crate::quant::Format;
+
+const COMMON: &str = include_str!("../../../cuda/common.cuh");
+
+macro_rules! file {
+    ($name:literal) => {
+        ($name, include_str!(concat!("../../../cuda/", $name)))
+    };
+}
+
+/// One source file: (file name, text).
+type Part = (&'static str, &'static str);
+
+/// The block or element decoder of a weight format (joined before the matmul and embed bodies).
+fn decoder(format: Format) -> Part {
+    match format {
+        Format::F32 => file!("matmul_f32.cu"),
+        Format::F16 => file!("matmul_f16.cu"),
+        Format::BF16 => file!("matmul_bf16.cu"),
+        Format::Q4_0 => file!("matmul_q4_0.cu"),
+        Format::Q4_1 => file!("matmul_q4_1.cu"),
+        Format::Q5_0 => file!("matmul_q5_0.cu"),
+        Format::Q5_1 => file!("matmul_q5_1.cu"),
+        Format::Q8_0 => file!("matmul_q8_0.cu"),
+    }
+}
+
+/// The registry, declared once: each module's files (after common.cuh) and the kernel entry points
+/// it defines, each named by a constant in [`entry`] so call sites never spell a kernel's name.
+/// Per-format modules also join their format's decoder first (`decoder`).
+macro_rules! registry {
+    (
+        units { $($unit:ident: [$($file:literal),*] => { $($entry:ident = $name:literal),* $(,)? })* }
+        per_format { $($family:ident: [$($ffile:literal),*] => { $($fentry:ident = $fname:literal),* $(,)? })* }
+    ) => {
+        /// A compilation unit: its cache name and its parts after common.cuh.
+        #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
+        pub enum Module {
+            $($unit,)*
+            $($family(Format),)*
+        }
+
+        /// Every kernel entry point, by the name its `extern "C" __global__` function has.
+        pub mod entry {
+            $($(pub const $entry: &str = $name;)*)*
+            $($(pub const $fentry: &str = $fname;)*)*
+        }
+
+        impl Module {
+            /// Every module, for ahead-of-time compile checks.
+            pub fn all() -> Vec<Module> {
+                let mut all = vec![$(Module::$unit),*];
+                $(all.extend(Format::ALL.iter().map(|&f| Module::$family(f)));)*
+                all
+            }
+
+            fn parts(self) -> Vec<Part> {
+                match self {
+                    $(Module::$unit => vec![$(file!($file)),*],)*
+                    $(Module::$family(f) => vec![decoder(f), $(file!($ffile)),*],)*
+                }
+            }
+
+            /// The entry points this module defines.
+            pub fn entries(self) -> &'static [&'static str] {
+                match self {
+                    $(Module::$unit => &[$($name),*],)*
+                    $(Module::$family(_) => &[$($fname),*],)*
+                }
+            }
+        }
+    };
+}
+
+registry! {
+    units {
+    RmsNorm: ["rms_norm.cu"] => { RMS_NORM = "rms_norm", ADD_RMS_NORM = "add_rms_norm" }
+    Rope: ["rope.cu"] => { ROPE = "rope" }
+    RmsNormRope: ["rope.cu", "rms_norm_rope.cu"] => { RMS_NORM_ROPE = "rms_norm_rope" }
+    SiluMul: ["quantize_q8_1.cu", "silu_mul.cu"] => { SILU_MUL = "silu_mul", SILU_MUL_Q8 = "silu_mul_q8" }
+    AddAssign: ["add_assign.cu"] => { ADD_ASSIGN = "add_assign" }
+    AddBias: ["add_bias.cu"] => { ADD_BIAS = "add_bias" }
+    GatherRows: ["gather_rows.cu"] => { GATHER_ROWS = "gather_rows" }
+    KvWrite: ["kv_write.cu"] => { KV_WRITE = "kv_write" }
+    CopySlots: ["copy_slots.cu"] => { COPY_SLOTS = "copy_slots" }
+    // attention.cu last: it names the module.
+    Attention: ["attention_prefill.cu", "attention.cu"] => {
+        ATTENTION = "attention",
+        ATTENTION_PREFILL_64 = "attention_prefill_64",
+        ATTENTION_PREFILL_128 = "attention_prefill_128",
+        ATTENTION_PREFILL_256 = "attention_prefill_256",
+    }
+    Argmax: ["argmax.cu"] => { ARGMAX = "argmax" }
+    TopK: ["top_k.cu"] => { TOP_K = "top_k" }
+    QuantizeQ8_1: ["quantize_q8_1.cu"] => { QUANTIZE_Q8_1 = "quantize_q8_1" }
+    }
+    per_format {
+    Matmul: ["matmul.cu", "matmul_mma.cu"] => {
+        MATMUL_VEC_M1 = "matmul_vec_m1",
+        MATMUL_VEC_M2 = "matmul_vec_m2",
+        MATMUL_VEC_M4 = "matmul_vec_m4",
+        MATMUL_VEC_M8 = "matmul_vec_m8",
+        MATMUL_TILE = "matmul_tile",
+        MATMUL_MMA_PREP = "matmul_mma_prep",
+        MATMUL_MMA = "matmul_mma",
+    }
+    Embed: ["embed.cu"] => { EMBED = "embed" }
+    }
+}
+
+impl Module {
+    /// A readable name for logs: the body's stem, with the format for per-format modules.
+    pub fn name(self) -> String {
+        match self {
+            Module::Matmul(f) => format!("matmul_{}", f.name().to_lowercase()),
+            Module::Embed(f) => format!("embed_{}", f.name().to_lowercase()),
+            other => self
+                .parts()
+                .last()
+                .map(|(file, _)| file.trim_end_matches(".cu").to_string())
+                .unwrap_or_else(|| format!("{other:?}")),
+        }
+    }
+
+    /// The full text NVRTC compiles.
+    pub fn source(self) -> String {
+        let mut src = format!("#line 1 \"common.cuh\"\n{COMMON}\n");
+        for (file, text) in self.parts() {
+            src.push_str(&format!("#line 1 \"{file}\"\n{text}\n"));
+        }
+        src
+    }
+
+    /// Compiles to PTX for `arch` (e.g. "sm_90"); the error carries NVRTC's log.
+    pub fn compile(self, arch: &'static str) -> Result<Ptx> {
+        let opts = CompileOptions {
+            arch: Some(arch),
+            options: vec!["--std=c++17".into(), "-lineinfo".into()],
+            name: Some(format!("{}.cu", self.name())),
+            ..Default::default()
+        };
+        cudarc::nvrtc::compile_ptx_with_opts(self.source(), opts).map_err(|e| Error::KernelCompile {
+            kernel: self.name(),
+            log: match e {
+                cudarc::nvrtc::CompileError::CompileError { log, .. } => log.to_string_lossy().into_owned(),
+                other => other.to_string(),
+            },
+        })
+    }
+}
+
+/// Whether libnvrtc can be loaded (compiling kernels needs it, a GPU does not).
+pub fn nvrtc_present() -> bool {
+    // SAFETY: only probes for the shared library; nothing is called through it.
+    unsafe { cudarc::nvrtc::sys::is_culib_present() }
+}
