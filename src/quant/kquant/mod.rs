@@ -18,6 +18,7 @@
 //! Quantizers follow ggml's `quantize_row_q*_K_ref` (what `llama-quantize` writes when it is given
 //! no importance matrix); see each format's file for its search, and `search.rs` for the rounding.
 
+pub mod mix;
 mod q2_k;
 mod q3_k;
 mod q4_k;
