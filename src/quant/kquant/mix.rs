@@ -91,7 +91,8 @@ impl Mix {
     pub fn tensor_format(self, name: &str, cols: usize, model: &MixModel) -> Format {
         let layer = name.strip_prefix("blk.").and_then(|rest| rest.split('.').next()?.parse::<usize>().ok());
         let (i, n) = (layer.unwrap_or(0), model.n_layers);
-        let more_bits = i < n / 8 || i >= 7 * n / 8 || (i >= n / 8 && (i - n / 8) % 3 == 2);
+        // Short-circuit keeps i - n/8 from underflowing, as in C.
+        let more_bits = i < n / 8 || i >= 7 * n / 8 || (i - n / 8) % 3 == 2;
         let is_output = name == "output.weight" || (model.tied_embeddings && name == "token_embd.weight");
         if is_output {
             return if cols.is_multiple_of(256) { Format::Q6_K } else { fallback(Format::Q8_0, cols) };
