@@ -65,7 +65,7 @@ fn check_matmul_and_embed(be: &Wgpu) {
     // matmul_vec (m = 1, 3) is f32 on every adapter; f16 matmul_tiled (m = 70, SHADER_F16): w, x
     // and a block's 32-term chain round to f16, at most 34 roundings of relative size 2^-11 each,
     // all bounded by Σ|x·w|.
-    let f16_rel = |m: usize| match be.knobs().1 {
+    let f16_rel = |m: usize| match be.uses_f16() {
         true if m >= 64 => 34.0 / 2048.0,
         _ => 0.0,
     };

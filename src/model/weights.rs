@@ -131,19 +131,6 @@ impl<B: Backend> Weights<B> {
             },
         })
     }
-
-    /// Bytes of weights read to produce one token (every matrix once, plus one embedding row).
-    pub fn bytes_per_token(&self) -> u64 {
-        let bytes = |w: &Weight<B>| (w.format.row_bytes(w.cols).unwrap_or(0) * w.rows) as u64;
-        let per_layer: u64 = self
-            .layers
-            .iter()
-            .map(|l| {
-                [&l.w_q, &l.w_k, &l.w_v, &l.w_o, &l.w_gate, &l.w_up, &l.w_down].into_iter().map(bytes).sum::<u64>()
-            })
-            .sum();
-        per_layer + bytes(self.lm_head()) + self.embed.format.row_bytes(self.embed.cols).unwrap_or(0) as u64
-    }
 }
 
 /// Formats of the model's matrices, for `info` and benchmark labels.

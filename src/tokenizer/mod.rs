@@ -269,11 +269,6 @@ impl Tokenizer {
     pub fn chat_template(&self) -> Option<&str> {
         self.chat_template.as_deref()
     }
-
-    /// The number of usable merges (those whose parts and result are all tokens).
-    pub fn n_merges(&self) -> usize {
-        self.merges.len()
-    }
 }
 
 impl fmt::Debug for Tokenizer {

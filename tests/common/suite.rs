@@ -6,6 +6,7 @@
 use std::path::PathBuf;
 use std::sync::{Arc, OnceLock};
 
+use super::{NEAR_TIE, top2};
 use ultra::Backend;
 use ultra::generate::sampler::{Sampler, SamplerConfig};
 use ultra::generate::{GenerateOptions, generate};
@@ -14,9 +15,6 @@ use ultra::kv_cache::CacheLayout;
 use ultra::model::{Batch, Llama, Runner};
 
 pub const CONTEXT: usize = 1024;
-/// Top-2 gap below which a backend that is not batch-invariant may choose differently
-/// (the int8/f16 tolerance of the GPU issues).
-pub const NEAR_TIE: f32 = 0.3;
 
 pub struct SuiteModel<B: Backend> {
     pub backend: Arc<B>,
@@ -68,7 +66,7 @@ impl<B: Backend> SuiteModel<B> {
     }
 
     /// `got` equals `want`, or (on a backend that is not batch-invariant) equals it up to a
-    /// step where `want`'s own logits had a top-2 gap below NEAR_TIE.
+    /// step where `want`'s own logits had a top-2 gap below [`NEAR_TIE`].
     pub fn assert_same_greedy(&self, prompt: &[u32], want: &[u32], got: &[u32], what: &str) {
         if self.exact {
             assert_eq!(got, want, "{what}");
@@ -83,20 +81,12 @@ impl<B: Backend> SuiteModel<B> {
     }
 
     /// Top-2 logit gap after `prompt ++ generated`.
-    fn top2_gap(&self, prompt: &[u32], generated: &[u32]) -> f32 {
+    fn top2_gap(&self, prompt: &[u32], generated: &[u32]) -> f64 {
         let mut runner = self.runner(CacheLayout::plain(1, CONTEXT));
         let seq = runner.cache.add_seq();
         let tokens = [prompt, generated].concat();
         runner.forward(&Batch::sequence(seq, 0, &tokens, false)).unwrap();
-        let mut top = [f32::NEG_INFINITY; 2];
-        for &v in runner.logits(0) {
-            if v > top[0] {
-                top = [v, top[0]];
-            } else if v > top[1] {
-                top[1] = v;
-            }
-        }
-        top[0] - top[1]
+        top2(runner.logits(0)).1
     }
 }
 
@@ -110,19 +100,10 @@ macro_rules! backend_suite {
             #[allow(unused_imports)]
             use super::*;
             fn model() -> Option<$crate::common::suite::SuiteModel<impl ultra::Backend>> {
-                match $make {
-                    Ok(b) => {
-                        let (exact, real): (fn(&_) -> bool, fn(&_) -> bool) = ($exact, $real);
-                        let (e, r) = (exact(&b), real(&b));
-                        Some($crate::common::suite::SuiteModel::load(b, e, r))
-                    }
-                    Err(e) => {
-                        let msg = format!("SKIPPED: no {} device: {e}", $what);
-                        assert!(std::env::var($require).as_deref() != Ok("1"), "{msg}");
-                        let _ = std::io::Write::write_all(&mut std::io::stderr(), format!("{msg}\n").as_bytes()); // past the test harness's capture: a skip must be seen
-                        None
-                    }
-                }
+                let b = $crate::common::or_skip($what, $require, $make)?;
+                let (exact, real): (fn(&_) -> bool, fn(&_) -> bool) = ($exact, $real);
+                let (e, r) = (exact(&b), real(&b));
+                Some($crate::common::suite::SuiteModel::load(b, e, r))
             }
             $(#[test] fn $test() { if let Some(m) = model() { super::$test(&m) } })*
         }

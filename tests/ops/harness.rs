@@ -209,7 +209,7 @@ pub fn check_family<B: Backend + 'static>(backend: &B, family: Family) {
 fn uses_f16<B: Backend + 'static>(backend: &B) -> bool {
     #[cfg(feature = "wgpu")]
     if let Some(w) = (backend as &dyn std::any::Any).downcast_ref::<ultra::Wgpu>() {
-        return w.knobs().1;
+        return w.uses_f16();
     }
     let _ = backend;
     false

@@ -203,11 +203,11 @@ pub fn check<B: Backend>(b: &B) -> Vec<String> {
         &attn("n_heads 2 must be a nonzero multiple of n_kv_heads 3, head_dim 8 nonzero"),
         attend(0, 0, &[2, 0], &AttnShape { n_kv_heads: 3, ..shape_ok }),
     );
-    if control.is_err() {
-        wrong.push(format!("(control) a valid attention call failed: {}", control.unwrap_err()));
+    if let Err(e) = control {
+        wrong.push(format!("(control) a valid attention call failed: {e}"));
     }
-    if top_k_control.is_err() {
-        wrong.push(format!("(control) a valid top_k call failed: {}", top_k_control.unwrap_err()));
+    if let Err(e) = top_k_control {
+        wrong.push(format!("(control) a valid top_k call failed: {e}"));
     }
     wrong
 }

@@ -23,9 +23,9 @@ use super::buffer::{CpuWeight, f32s, f32s_mut, weight_storage};
 use super::dequant::dequantize_row_fast;
 use super::{Cpu, simd};
 
-/// Weight rows per task: enough work to amortize scheduling (a 576 × 576 decode matmul is only
-/// ~10 µs in all), small enough to balance 2–16 cores (576 columns → 18 tasks) and to keep the
-/// dequantized tile in L2 (32 · k floats, 192 KiB at k = 1536).
+/// Weight rows per task: enough work to amortize scheduling (a 576 × 576 decode matmul is little
+/// work in all: benches/notes/cpu.md), small enough to balance 2–16 cores (576 columns → 18
+/// tasks) and to keep the dequantized tile in L2 (32 · k floats, 192 KiB at k = 1536).
 const TILE_N: usize = 32;
 
 /// Below this many activation rows the fused kernel decodes each weight block once per row;

@@ -116,17 +116,6 @@ impl Cuda {
         Ok(f)
     }
 
-    /// Compiles every module now, so timings exclude compilation.
-    pub fn prepare(&self) -> Result<()> {
-        for m in Module::all() {
-            if !lock(&self.modules).contains_key(&m) {
-                let loaded = self.ctx.load_module(m.compile(self.arch)?).map_err(driver)?;
-                lock(&self.modules).insert(m, loaded);
-            }
-        }
-        Ok(())
-    }
-
     pub(super) fn alloc_bytes(&self, n: usize) -> Result<CudaSlice<u8>> {
         self.stream.alloc_zeros::<u8>(n.max(16)).map_err(driver)
     }

@@ -4,8 +4,9 @@
 //! use dp4a, as llama.cpp's MMVQ. m > 8 (prefill, batches, speculative verification): quantized
 //! weights go through f16 tensor cores (`cuda/matmul_mma.cu`: exact integer quants, x rounded to
 //! f16, f32 accumulation, scales applied per block); float weights through a shared-memory tiled
-//! GEMM in f32 (`matmul_tile`). An int8 tensor-core variant (x quantized as for the GEMV) was ~3×
-//! faster than SIMT too, but its prefill error (NMSE 3e-3 on the reference model) failed the e2e tests.
+//! GEMM in f32 (`matmul_tile`). An int8 tensor-core variant (x quantized as for the GEMV) beat SIMT
+//! too, but its prefill error (NMSE 3e-3 on the reference model) failed the e2e tests
+//! (benches/notes/cuda.md, v2a).
 
 use cudarc::driver::{DevicePtr, LaunchConfig, PushKernelArg};
 

@@ -46,14 +46,15 @@ impl<'a> Planes<'a> {
 pub(super) fn quantize_x<'a>(cuda: &'a Cuda, x: &Tensor<Cuda>) -> Result<Planes<'a>> {
     let total = x.len() as u64;
     let mut planes = Planes::hold(cuda, x.len())?;
-    let (mut xq, mut xds) = planes.views();
     let q = cuda.function(Module::QuantizeQ8_1, entry::QUANTIZE_Q8_1)?;
-    let mut l = cuda.stream.launch_builder(&q);
-    l.arg(&x.buf.dev).arg(&mut xq).arg(&mut xds).arg(&total);
-    // SAFETY: arguments match cuda/quantize_q8_1.cu; x holds total floats, xq 2 · total bytes,
-    // xds 2 · total / 32 float2 (k is a multiple of 32 for quantized formats).
-    unsafe { l.launch(grid_1d(total, 256)?) }.map_err(driver)?;
-    drop((xq, xds));
+    {
+        let (mut xq, mut xds) = planes.views();
+        let mut l = cuda.stream.launch_builder(&q);
+        l.arg(&x.buf.dev).arg(&mut xq).arg(&mut xds).arg(&total);
+        // SAFETY: arguments match cuda/quantize_q8_1.cu; x holds total floats, xq 2 · total bytes,
+        // xds 2 · total / 32 float2 (k is a multiple of 32 for quantized formats).
+        unsafe { l.launch(grid_1d(total, 256)?) }.map_err(driver)?;
+    }
     Ok(planes)
 }
 

@@ -12,9 +12,9 @@
 //!   weight rows per subgroup team); float weights `matmul.wgsl` (8-value groups per lane). Decode
 //!   (m = 1) runs one row of x per workgroup, larger batches MB_BATCH rows per workgroup. Every
 //!   lane sums in the same order in both, so their results do not depend on m. The GEMVs compute
-//!   in f32 on every adapter: with f16 products (an earlier version) the reference model decoded
-//!   at 229 tok/s on the H200 against 254 in f32 (llama-8b: 108.6 against 106.1), and its greedy
-//!   text parted from the CPU's on 3 of the 9 reference prompts.
+//!   in f32 on every adapter: f16 products (an earlier version) bought no decode speed on the H200
+//!   and parted the greedy text from the CPU's on 3 of the 9 reference prompts
+//!   (benches/notes/wgpu.md, v7).
 //!
 //! Batch invariance: the tiled kernel sums each output in its own order (one chain over k), which
 //! is the same for every m ≥ TILED_MIN_M but not the GEMV's (k split across lanes, then a tree), so
@@ -34,8 +34,8 @@ const MB_BATCH: u32 = 8;
 /// Threads per output row when reducing through workgroup memory.
 const SHARED_TPR: u32 = 32;
 /// Smallest m for the tiled kernel: below it a 64-row tile is partly padding, and the GEMV already
-/// reuses each weight for up to MB_BATCH rows (H200, 32-sequence decode batches: 1,698 tok/s with
-/// the tiled kernel at m = 32 against 2,449 on the GEMV).
+/// reuses each weight for up to MB_BATCH rows (32-sequence decode batches ran slower tiled at
+/// m = 32 than on the GEMV: benches/notes/wgpu.md, v5b).
 const TILED_MIN_M: usize = 64;
 /// Workgroups the 64 × 128 tile must still fill (about one per SM of a large GPU); with fewer,
 /// 64 × 64 tiles keep more of the device busy (SmolLM2's 576-wide matrices at m = 512: 72 tiles of 64, 40 of 128).
@@ -63,8 +63,8 @@ pub fn matmul(be: &Wgpu, x: &Tensor<Wgpu>, w: &Weight<Wgpu>, dst: &mut Tensor<Wg
     let mb = if m == 1 { 1 } else { MB_BATCH };
     if w.format.is_quantized() {
         // Whole blocks per lane, four weight rows per team of tpr lanes.
-        // f32 products even with SHADER_F16: as fast on the H200 (decode reads each weight once, so
-        // bandwidth, not arithmetic, bounds it) and as exact as the CPU's (see the module doc).
+        // f32 products even with SHADER_F16: no slower (decode reads each weight once, so bandwidth,
+        // not arithmetic, bounds it) and as exact as the CPU's (see the module doc).
         let v = Variant { kernel: Kernel::MatmulVec, format: Some(w.format), subgroups, tpr, mb, f16: false };
         let rows_per_group = (VEC_WG / tpr * 4) as usize;
         let groups = [n.div_ceil(rows_per_group) as u32, m.div_ceil(mb as usize) as u32, 1];
