@@ -17,6 +17,9 @@
 //!
 //! Quantizers follow ggml's `quantize_row_q*_K_ref` (what `llama-quantize` writes when it is given
 //! no importance matrix); see each format's file for its search, and `search.rs` for the rounding.
+//! They reproduce the bytes of ggml's own C built without floating-point contraction
+//! (`tests/kquant.rs`, data in `tests/data/quant/kquant_ggml.json`). `mix` chooses a k-quant per
+//! tensor as `llama-quantize`'s file types (Q4_K_M, ...) do.
 
 pub mod mix;
 mod q2_k;
