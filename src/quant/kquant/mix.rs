@@ -2,9 +2,9 @@
 //! the file types Q2_K, Q3_K_M, Q4_K_M, Q5_K_M and Q6_K, so `ultra synth` writes files shaped like
 //! the ones people download.
 //!
-//! The rule is llama.cpp's `llama_tensor_get_type` (src/llama-quant.cpp; read for this in the
-//! ggml-org/llama.cpp snapshot 007dbbf3, its per-ftype rules for these types are those of 2023's
-//! k-quant release), restricted to what applies here: a llama-architecture model without experts, not
+//! The rule is llama.cpp's `llama_tensor_get_type` (`llama_tensor_get_type_impl` and
+//! `tensor_type_fallback` in src/llama-quant.cpp, read for this in ggml-org/llama.cpp at commit
+//! 007dbbf3), restricted to what applies here: a llama-architecture model without experts, not
 //! Falcon, not a 70B, no importance matrix, no `--tensor-type` / `--output-tensor-type`
 //! overrides, no `--pure`. `llama-quantize` walks the tensors in layer order, so its attn_v
 //! counter is the layer index. With `i` the layer and `n` the layer count, and
