@@ -22,8 +22,9 @@
 //! Then llama.cpp's shape fallback (`tensor_type_fallback`): a tensor whose row length is not a
 //! multiple of 256 cannot hold super-blocks and takes Q4_0 (for Q2_K, Q3_K), Q5_0 (Q4_K),
 //! Q5_1 (Q5_K) or Q8_0 (Q6_K), and F16 if the row is not even a multiple of 32; the output tensor
-//! in that case is Q8_0 directly. (SmolLM2-135M's 576-wide rows are such a case: a real
-//! SmolLM2 Q4_K_M file has Q5_0 attention and FFN input projections.) Norms are not quantized.
+//! in that case is Q8_0 directly. (SmolLM2-135M's 576-wide rows are such a case: its Q4_K_M
+//! attention and FFN input projections are Q5_0, its attn_v Q8_0 or Q5_0.) Norms are not
+//! quantized.
 
 use crate::quant::Format;
 
