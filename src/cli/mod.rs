@@ -240,7 +240,9 @@ pub struct SynthArgs {
     /// smollm2-135m, llama-1b or llama-8b.
     #[arg(long)]
     pub preset: String,
-    /// Weight format: q4_0, q4_1, q8_0, f16 (also q5_0, q5_1, bf16, f32).
+    /// Weight format: q4_0, q4_1, q8_0, f16 (also q5_0, q5_1, bf16, f32, and one k-quant
+    /// throughout: q3_k, q4_k, q5_k), or a k-quant mix as llama-quantize writes it: q4_k_m,
+    /// q5_k_m, q6_k, q2_k, q3_k_m.
     #[arg(long = "type")]
     pub format: String,
     #[arg(long, default_value_t = 1)]

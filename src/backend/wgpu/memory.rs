@@ -5,9 +5,10 @@ use std::sync::atomic::Ordering;
 
 use super::Wgpu;
 use super::context::GpuBuffer;
+use super::kernels;
 use crate::backend::host_mirror::HostMirror;
 use crate::backend::{DType, HostBytes, Tensor, Weight, check};
-use crate::error::Result;
+use crate::error::{Error, Result};
 use crate::quant::Format;
 
 /// A weight on the device: its words and where each section starts (see `repack`).
@@ -56,6 +57,13 @@ pub fn sync(be: &Wgpu) -> Result<()> {
 pub fn upload_weight(be: &Wgpu, format: Format, rows: usize, cols: usize, bytes: HostBytes) -> Result<Weight<Wgpu>> {
     let src = bytes.bytes();
     check::upload_weight(format, rows, cols, src.len())?;
+    if !kernels::has_kernels(format) {
+        return Err(Error::Unsupported {
+            op: "upload_weight",
+            backend: "wgpu",
+            detail: format!("{} weights (its kernels are not written yet; the cpu backend runs them)", format.name()),
+        });
+    }
     let (words, fields) = repack(format, src);
     let blocks = if format.is_quantized() { cols / format.block_len() } else { cols };
     let buf = be.ctx.buffer((words.len() * 4) as u64, "weight")?;
