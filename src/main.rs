@@ -33,6 +33,8 @@ enum Command {
     Synth(SynthArgs),
     /// Prefill and decode speed: median, min and max of several runs.
     Bench(BenchArgs),
+    /// An OpenAI-compatible HTTP server on the continuous-batching scheduler.
+    Serve(cli::serve::ServeArgs),
 }
 
 fn main() -> ExitCode {
@@ -48,6 +50,7 @@ fn main() -> ExitCode {
         Command::Info(args) => cli::info::run(args),
         Command::Synth(args) => cli::synth::run(args),
         Command::Bench(args) => cli::bench::run(args),
+        Command::Serve(args) => cli::serve::run(args),
     };
     match result {
         Ok(()) => ExitCode::SUCCESS,

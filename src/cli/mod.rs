@@ -6,6 +6,7 @@ pub mod bench;
 pub mod generate;
 pub mod info;
 pub mod perplexity;
+pub mod serve;
 pub mod synth;
 pub mod tokenize;
 
@@ -60,6 +61,14 @@ pub struct ModelArgs {
 }
 
 impl ModelArgs {
+    /// The model file: `--model`, else the default model (fetched on first use).
+    pub fn path(&self) -> Result<PathBuf> {
+        Ok(match &self.model {
+            Some(p) => p.clone(),
+            None => ultra::fetch::default_model()?,
+        })
+    }
+
     pub fn open(&self) -> Result<Gguf> {
         let path = match &self.model {
             Some(p) => p.clone(),

@@ -41,10 +41,10 @@ impl Generation {
     }
 }
 
-/// Greedy without a repetition penalty needs only the argmax, which the device computes, so
+/// Greedy without a penalty needs only the argmax, which the device computes, so
 /// only the token id is read back.
 pub fn uses_device_argmax(sampler: &Sampler) -> bool {
-    sampler.config().is_greedy() && sampler.config().repeat_penalty == 1.0
+    sampler.config().is_greedy() && !sampler.config().is_penalized()
 }
 
 /// The next token after one forward pass of `batch` (one logits row), reading back as little as
