@@ -16,7 +16,7 @@ EXAMPLES = int(os.environ.get("ULTRA_FUZZ_EXAMPLES", "8" if CI else "25"))
 def schemathesis(seed):
     exe = os.path.join(os.path.dirname(sys.executable), "schemathesis")
     cmd = [exe, "run", URL + "/openapi.json", "--checks", "not_a_server_error", "-n", str(EXAMPLES),
-           "--seed", str(seed), "--no-shrink", "--generation-database", "none", "--workers", "2",
+           "--seed", str(seed), "--no-shrink", "--generation-database", "none", "--workers", "1",
            "--request-timeout", "120", "--no-color", "--suppress-health-check", "all"]
     if API_KEY:
         cmd += ["-H", f"Authorization: Bearer {API_KEY}"]
@@ -24,8 +24,9 @@ def schemathesis(seed):
 
 
 def test_fuzz_finds_no_server_error():
-    # schemathesis itself occasionally fails inside hypothesis (a runtime error, not a finding):
-    # then the run is repeated with another seed; a server error always fails the test.
+    # One worker: hypothesis in several threads trips a CPython 3.11 bug ("AST constructor
+    # recursion depth mismatch"). Should schemathesis still fail inside itself (a runtime error,
+    # not a finding), the run is repeated with another seed; a server error always fails.
     for seed in (1, 2, 3):
         r = schemathesis(seed)
         out = r.stdout + r.stderr
