@@ -48,14 +48,15 @@ def request(method, path, body, headers=None):
 
 
 def metrics():
-    """The /metrics samples without labels, as floats."""
+    """The /metrics samples as floats; `name{outcome="x"}` becomes `name_x`."""
     status, text, _ = get("/metrics")
     assert status == 200, text
     out = {}
     for line in text.splitlines():
-        m = re.match(r"^([a-z_]+) ([0-9.e+-]+)$", line)
+        m = re.match(r'^([a-z_]+)(?:\{outcome="([a-z]+)"\})? ([0-9.e+-]+)$', line)
         if m:
-            out[m.group(1)] = float(m.group(2))
+            name = m.group(1) + ("_" + m.group(2) if m.group(2) else "")
+            out[name] = float(m.group(3))
     return out
 
 

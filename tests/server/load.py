@@ -82,5 +82,28 @@ def test_64_streams_with_16_hang_ups():
     check(m["ultra_kv_pages_in_use"] == 0, f"0 KV pages held, got {m['ultra_kv_pages_in_use']}")
 
 
+def test_a_whole_request_whose_client_hangs_up_is_cancelled():
+    import json
+    import socket
+    from urllib.parse import urlparse
+
+    from common import URL
+    before = metrics()["ultra_requests_total_cancelled"]
+    u = urlparse(URL)
+    body = json.dumps({"prompt": "Count: 1, 2, 3,", "max_tokens": 400}).encode()
+    s = socket.create_connection((u.hostname, u.port))
+    s.sendall(b"POST /v1/completions HTTP/1.1\r\nHost: x\r\nContent-Type: application/json\r\n"
+              + f"Content-Length: {len(body)}\r\n\r\n".encode() + body)
+    time.sleep(0.5)
+    s.close()  # before the 400 tokens are done
+    for _ in range(100):
+        m = metrics()
+        if m["ultra_requests_total_cancelled"] > before and m["ultra_kv_pages_in_use"] == 0:
+            break
+        time.sleep(0.1)
+    check(m["ultra_requests_total_cancelled"] == before + 1, "cancelled when its client went away")
+    check(m["ultra_requests_running"] == 0 and m["ultra_kv_pages_in_use"] == 0, f"nothing held: {m}")
+
+
 if __name__ == "__main__":
-    run([test_64_streams_with_16_hang_ups])
+    run([test_64_streams_with_16_hang_ups, test_a_whole_request_whose_client_hangs_up_is_cancelled])
