@@ -173,3 +173,22 @@ fn different_sampler_settings_share_one_batch() {
     }
     assert_ne!(together[0].tokens, together[1].tokens, "sampling differs from greedy here");
 }
+
+#[test]
+fn a_prefix_shared_by_requests_arriving_together_is_prefilled_once() {
+    let m = model();
+    let base = m.prompt("pub_long_repetitive_400");
+    let prompts = [base[..300].to_vec(), [&base[..200], &base[350..]].concat(), base[..250].to_vec()];
+    let mut runner = m.runner(paged());
+    let mut scheduler = Scheduler::new(&mut runner, EOG.to_vec(), OPTS);
+    for (i, p) in prompts.iter().enumerate() {
+        scheduler.submit(greedy(i, p.clone(), 6)).unwrap();
+    }
+    let finished = done(&events(&mut scheduler));
+    assert_eq!(finished[0].cached_prompt_tokens, 0);
+    assert_eq!(finished[1].cached_prompt_tokens, 192, "the 12 full pages of the 200 shared tokens");
+    assert_eq!(finished[2].cached_prompt_tokens, 240, "15 full pages of the first prompt");
+    for c in &finished {
+        assert_eq!(c.tokens, m.solo(&prompts[c.index], 6), "request {} on shared pages", c.index);
+    }
+}

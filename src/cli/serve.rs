@@ -66,6 +66,9 @@ pub fn run(args: ServeArgs) -> Result<()> {
     let page = args.cache.page_size.max(1);
     let pages = args.cache.cache_pages.unwrap_or(DEFAULT_POOL_TOKENS.max(4 * context).div_ceil(page));
     let layout = CacheLayout::paged(page, pages);
+    // A sequence longer than the pool could never be admitted; the context check then refuses
+    // it up front with a 400 instead of failing the batch.
+    let context = context.min(pages * page);
     let name = args
         .served_name
         .clone()

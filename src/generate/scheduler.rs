@@ -315,6 +315,9 @@ impl<'a, B: Backend> Scheduler<'a, B> {
     fn admit(&mut self) -> Result<()> {
         while self.running.len() < self.opts.max_seqs {
             let Some(front) = self.waiting.front() else { break };
+            if self.shares_pending_prefix(&front.needed()) {
+                break;
+            }
             let first_chunk = front.needed().len().min(self.opts.max_batch_tokens);
             let need = self.runner.cache.blocks_for(first_chunk) + self.running.len();
             if need > self.runner.cache.free_blocks() && !self.running.is_empty() {
@@ -329,6 +332,26 @@ impl<'a, B: Backend> Scheduler<'a, B> {
             self.running.push(a);
         }
         Ok(())
+    }
+
+    /// Whether a running sequence is still computing full pages that `tokens` would share with
+    /// it. Waiting for them lets the newcomer take those pages from the prefix cache instead of
+    /// computing them again, so a system prompt that many requests share is prefilled once even
+    /// when they arrive together. The running sequence gains `computed` every step, so the wait
+    /// ends.
+    fn shares_pending_prefix(&self, tokens: &[u32]) -> bool {
+        let layout = self.runner.cache.layout;
+        if !layout.prefix_caching || tokens.len() < 2 {
+            return false;
+        }
+        let bs = layout.block_size;
+        self.running.iter().any(|a| {
+            let theirs = a.needed();
+            let common = tokens.iter().zip(&theirs).take_while(|(x, y)| x == y).count();
+            // reuse_prefix leaves the last prompt token to compute, so only pages before it count.
+            let shared = common.min(tokens.len() - 1) / bs * bs;
+            shared > 0 && a.computed < shared
+        })
     }
 
     /// One token per decoding sequence, then prompt chunks within the token budget; preempts
