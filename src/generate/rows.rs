@@ -1,7 +1,8 @@
 //! Sampling every logits row of one batched forward pass, reading back as little as the rows
 //! allow: the device argmax when every row is greedy, the device top-k candidates when every row
 //! asks for the same k (`Sampler::top_k_request`), else the full logits. The tokens are the same
-//! whichever way is taken, as in `decode::forward_and_sample` for one row.
+//! whichever way is taken. `decode::forward_and_sample` is this with one row: one readback path
+//! for generate, speculative verification and the scheduler.
 
 use crate::backend::Backend;
 use crate::error::Result;
@@ -12,7 +13,7 @@ use crate::model::{Batch, Runner};
 /// One logits row's sampler and the history its penalties look at.
 pub struct Row<'a> {
     pub sampler: &'a mut Sampler,
-    pub history: Vec<u32>,
+    pub history: &'a [u32],
 }
 
 /// Runs `batch` and returns the next token of each row (in the batch's logits order). With
@@ -47,7 +48,7 @@ pub fn forward_and_sample_rows<B: Backend>(
                     runner.read_logits()?;
                     read = true;
                 }
-                row.sampler.sample(runner.logits(i), &row.history)
+                row.sampler.sample(runner.logits(i), row.history)
             }
         };
         out.push(token);
@@ -57,7 +58,7 @@ pub fn forward_and_sample_rows<B: Backend>(
 
 fn sample_full<B: Backend>(runner: &mut Runner<B>, batch: &Batch, rows: &mut [Row<'_>]) -> Result<Vec<u32>> {
     runner.forward(batch)?;
-    Ok(rows.iter_mut().enumerate().map(|(i, r)| r.sampler.sample(runner.logits(i), &r.history)).collect())
+    Ok(rows.iter_mut().enumerate().map(|(i, r)| r.sampler.sample(runner.logits(i), r.history)).collect())
 }
 
 /// A chosen token's log-probability under the model (log-softmax of the raw logits) and the

@@ -241,7 +241,7 @@ impl<'a, B: Backend> Scheduler<'a, B> {
                 self.running.iter_mut().map(|a| Some(&mut a.req.sampler)).collect();
             let mut sample_rows: Vec<Row<'_>> = rows
                 .iter()
-                .zip(histories)
+                .zip(&histories)
                 .map(|(&i, history)| Row { sampler: samplers[i].take().expect("one logits row per sequence"), history })
                 .collect();
             forward_and_sample_rows(self.runner, &batch, &mut sample_rows, full_logits)?
