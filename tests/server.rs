@@ -132,3 +132,40 @@ fn schemathesis_fuzzing_finds_no_server_error() {
     // A small context keeps generated completions short.
     suite("fuzz.py", &["--ctx", "64", "--api-key", "fuzz-key"], Some("fuzz-key"));
 }
+
+/// (status, body) of an HTTP/1.0 POST (the server closes the connection after the answer).
+fn post(url: &str, path: &str, body: &str) -> (u16, String) {
+    use std::io::{Read, Write};
+    let addr = url.trim_start_matches("http://");
+    let mut stream = std::net::TcpStream::connect(addr).expect("the server accepts connections");
+    let head =
+        format!("POST {path} HTTP/1.0\r\nContent-Type: application/json\r\nContent-Length: {}\r\n\r\n", body.len());
+    stream.write_all(head.as_bytes()).and_then(|()| stream.write_all(body.as_bytes())).expect("request sent");
+    let mut answer = String::new();
+    stream.read_to_string(&mut answer).expect("answer read");
+    let status = answer.split(' ').nth(1).and_then(|s| s.parse().ok()).unwrap_or(0);
+    (status, answer.split_once("\r\n\r\n").map_or(String::new(), |(_, b)| b.to_string()))
+}
+
+/// The engine is written once over the backend: the server on wgpu (lavapipe in CI) answers a
+/// chat completion and a stream. Needs no Python.
+#[cfg(feature = "wgpu")]
+#[test]
+fn the_server_runs_on_wgpu_too() {
+    let _turn = ONE_AT_A_TIME.lock().unwrap_or_else(|p| p.into_inner());
+    if let Err(e) = ultra::Wgpu::new() {
+        assert!(std::env::var("ULTRA_REQUIRE_WGPU").as_deref() != Ok("1"), "ULTRA_REQUIRE_WGPU=1 but {e}");
+        eprintln!("SKIPPED: no wgpu adapter: {e}");
+        return;
+    }
+    let server = Server::start(&["--backend", "wgpu", "--ctx", "256"]);
+    let chat = r#"{"messages": [{"role": "user", "content": "What is the capital of France?"}], "max_tokens": 4"#;
+    let (status, body) = post(&server.url, "/v1/chat/completions", &format!("{chat}}}"));
+    assert_eq!(status, 200, "{body}");
+    let value: serde_json::Value = serde_json::from_str(&body).expect("a JSON answer");
+    assert_eq!(value["object"], "chat.completion");
+    assert!(value["usage"]["completion_tokens"].as_u64().is_some_and(|n| (1..=4).contains(&n)), "{body}");
+    let (status, body) = post(&server.url, "/v1/chat/completions", &format!("{chat}, \"stream\": true}}"));
+    assert_eq!(status, 200, "{body}");
+    assert!(body.trim_end().ends_with("data: [DONE]"), "{body}");
+}
