@@ -74,7 +74,7 @@ impl Wiring {
     }
 }
 
-/// Serves until Ctrl-C. `jobs`, `in_flight` and `metrics` are the ones the engine thread holds.
+/// Serves until Ctrl-C or SIGTERM. `jobs`, `in_flight` and `metrics` are the ones the engine thread holds.
 pub fn serve(
     opts: ServeOptions,
     tokenizer: Tokenizer,
@@ -104,6 +104,19 @@ pub fn serve(
         let addr: SocketAddr = listener.local_addr()?;
         println!("ultra serve: model `{}` listening on http://{addr}", opts.model_name);
         let shutdown = async {
+            #[cfg(unix)]
+            {
+                use tokio::signal::unix::{SignalKind, signal};
+                match signal(SignalKind::terminate()) {
+                    Ok(mut term) => {
+                        tokio::select! { _ = tokio::signal::ctrl_c() => {}, _ = term.recv() => {} }
+                    }
+                    Err(_) => {
+                        let _ = tokio::signal::ctrl_c().await;
+                    }
+                }
+            }
+            #[cfg(not(unix))]
             let _ = tokio::signal::ctrl_c().await;
         };
         axum::serve(listener, routes::router(shared)).with_graceful_shutdown(shutdown).await?;

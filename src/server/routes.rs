@@ -98,7 +98,12 @@ async fn model(State(shared): Ctx, headers: HeaderMap, Path(name): Path<String>)
     json_response(StatusCode::OK, &model_card(&shared))
 }
 
-async fn health() -> Response {
+/// 200 while the engine thread takes jobs; 503 once it has stopped (the process then only
+/// answers errors, and a supervisor should restart it).
+async fn health(State(shared): Ctx) -> Response {
+    if shared.jobs.is_closed() {
+        return ApiError::unavailable("the engine has stopped").into_response();
+    }
     json_response(StatusCode::OK, &json!({ "status": "ok" }))
 }
 
