@@ -7,6 +7,7 @@ import os
 import re
 import subprocess
 import sys
+import tempfile
 
 from common import API_KEY, CI, URL, get, run
 
@@ -20,7 +21,9 @@ def schemathesis(seed):
            "--request-timeout", "120", "--no-color", "--suppress-health-check", "all"]
     if API_KEY:
         cmd += ["-H", f"Authorization: Bearer {API_KEY}"]
-    return subprocess.run(cmd, capture_output=True, text=True)
+    # Its caches (.schemathesis, .hypothesis) go to a scratch directory, not the repository.
+    with tempfile.TemporaryDirectory() as scratch:
+        return subprocess.run(cmd, capture_output=True, text=True, cwd=scratch)
 
 
 def test_fuzz_finds_no_server_error():
