@@ -8,6 +8,7 @@ pub mod info;
 pub mod models;
 pub mod perplexity;
 pub mod request;
+pub mod serve;
 pub mod synth;
 pub mod tokenize;
 
@@ -282,6 +283,16 @@ pub struct BenchArgs {
     /// Layers of the target used by `--draft-mode self` (default: a quarter).
     #[arg(long)]
     pub draft_layers: Option<usize>,
+    /// Load-test a running `ultra serve` at this URL (http://HOST:PORT) instead of a model:
+    /// streamed completions of -p prompt tokens and -n generated tokens per client.
+    #[arg(long)]
+    pub serve: Option<String>,
+    /// With --serve: the concurrent clients of each round, a list.
+    #[arg(long, default_value = "1,8,32,64", value_parser = parse_list)]
+    pub clients: List,
+    /// With --serve: the server's --api-key.
+    #[arg(long)]
+    pub api_key: Option<String>,
     #[arg(long)]
     pub json: bool,
 }
