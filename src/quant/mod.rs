@@ -183,6 +183,7 @@ pub const fn ggml_type_name(id: u32) -> &'static str {
 }
 
 mod dequant;
+pub mod kquant;
 mod quantize;
 pub use dequant::dequantize_row;
 pub use quantize::{f32_to_bf16_bits, quantize_row, quantize_row_into};
