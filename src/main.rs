@@ -7,7 +7,7 @@ use std::process::ExitCode;
 
 use clap::{Parser, Subcommand};
 
-use cli::{BenchArgs, GenerateArgs, InfoArgs, PerplexityArgs, SynthArgs, TokenizeArgs};
+use cli::{BenchArgs, GenerateArgs, InfoArgs, ModelsArgs, PerplexityArgs, SynthArgs, TokenizeArgs};
 
 #[derive(Parser)]
 #[command(name = "ultra", version, about = "Ultra LLM Engine: run quantized GGUF models on the CPU, wgpu or CUDA")]
@@ -29,6 +29,8 @@ enum Command {
     Perplexity(PerplexityArgs),
     /// Model metadata and tensor table.
     Info(InfoArgs),
+    /// The models known by name, their sizes and whether they are cached; `--fetch` fetches.
+    Models(ModelsArgs),
     /// Write a GGUF with random weights of a real model's shape.
     Synth(SynthArgs),
     /// Prefill and decode speed: median, min and max of several runs.
@@ -46,6 +48,7 @@ fn main() -> ExitCode {
         Command::Tokenize(args) => cli::tokenize::run(args),
         Command::Perplexity(args) => cli::perplexity::run(args),
         Command::Info(args) => cli::info::run(args),
+        Command::Models(args) => cli::models::run(args),
         Command::Synth(args) => cli::synth::run(args),
         Command::Bench(args) => cli::bench::run(args),
     };

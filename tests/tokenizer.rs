@@ -36,7 +36,8 @@ fn smollm2_metadata() {
         (Some(1), Some(2), Some(0), Some(0), Some(2))
     );
     assert!(!tok.add_bos() && !tok.add_eos());
-    assert_eq!(tok.pre_tokenizer().name(), "smollm");
+    assert_eq!(tok.pre_tokenizer().map(|p| p.name()), Some("smollm"));
+    assert_eq!(tok.kind(), ultra::tokenizer::TokenizerKind::Bpe);
     assert_eq!(tok.id_of("<|im_start|>"), Some(1));
     assert_eq!(tok.token_str(2), Some("<|im_end|>"));
     assert_eq!(tok.id_of("Ġthe").and_then(|id| tok.token_str(id)), Some("Ġthe"));
@@ -253,8 +254,11 @@ fn tiny_fixture_works_and_bad_files_are_clear_errors() {
 
     let err = error_of(tiny_gguf(|m| set(m, "tokenizer.ggml.pre", Some(Value::String("klingon".into())))));
     assert!(err.contains("klingon") && err.contains("pre"), "{err}");
+    let err = error_of(tiny_gguf(|m| set(m, "tokenizer.ggml.model", Some(Value::String("rwkv".into())))));
+    assert!(err.contains("`rwkv`") && err.contains("not supported"), "{err}");
+    // A SentencePiece vocabulary must carry its scores.
     let err = error_of(tiny_gguf(|m| set(m, "tokenizer.ggml.model", Some(Value::String("llama".into())))));
-    assert!(err.contains("`llama`") && err.contains("not supported"), "{err}");
+    assert!(err.contains("tokenizer.ggml.scores"), "{err}");
     let err = error_of(tiny_gguf(|m| set(m, "tokenizer.ggml.model", None)));
     assert!(err.contains("tokenizer.ggml.model"), "{err}");
     let err = error_of(tiny_gguf(|m| set(m, "tokenizer.ggml.tokens", None)));

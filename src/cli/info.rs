@@ -4,6 +4,7 @@ use anyhow::Result;
 
 use super::InfoArgs;
 use ultra::model::{Config, weight_format_summary};
+use ultra::tokenizer::{Tokenizer, TokenizerKind};
 
 pub fn run(args: InfoArgs) -> Result<()> {
     let gguf = args.model.open()?;
@@ -41,6 +42,26 @@ pub fn run(args: InfoArgs) -> Result<()> {
             c.context_length
         ),
         Err(e) => println!("model: not runnable by this engine: {e}"),
+    }
+    match Tokenizer::from_gguf(&gguf) {
+        Ok(t) => {
+            let ids = t.special_ids();
+            let kind = match t.kind() {
+                TokenizerKind::Bpe => format!("byte-level BPE ({} merges)", t.n_merges()),
+                TokenizerKind::SentencePiece => format!("SentencePiece (add_space_prefix {})", t.add_space_prefix()),
+            };
+            let id = |id: Option<u32>| id.map_or("none".to_string(), |id| id.to_string());
+            println!(
+                "tokenizer: {kind}, {} tokens, bos {} (added: {}), eos {} (added: {}), end of generation {:?}",
+                t.vocab_size(),
+                id(ids.bos),
+                t.add_bos(),
+                id(ids.eos),
+                t.add_eos(),
+                t.eog_ids()
+            );
+        }
+        Err(e) => println!("tokenizer: not usable by this engine: {e}"),
     }
     if let Some(backend) = args.backend {
         println!("backend: {backend:?}");

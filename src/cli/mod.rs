@@ -5,6 +5,7 @@ pub mod batch;
 pub mod bench;
 pub mod generate;
 pub mod info;
+pub mod models;
 pub mod perplexity;
 pub mod request;
 pub mod synth;
@@ -52,22 +53,37 @@ macro_rules! with_backend {
 }
 pub(crate) use with_backend;
 
-/// Where the model comes from: `--model PATH`, or the default model (fetched on first use).
+/// Where the model comes from: `--model PATH|NAME`, or the default model (fetched on first use).
 #[derive(Args, Clone, Debug)]
 pub struct ModelArgs {
-    /// GGUF model file (default: SmolLM2-135M-Instruct Q4_1, fetched and cached on first use).
-    #[arg(long)]
-    pub model: Option<PathBuf>,
+    /// A GGUF file, or a known model name (`ultra models` lists them: smollm2-135m, the default,
+    /// and gemma3-270m), fetched and cached on first use.
+    #[arg(long, value_name = "PATH|NAME")]
+    pub model: Option<String>,
 }
 
 impl ModelArgs {
-    pub fn open(&self) -> Result<Gguf> {
-        let path = match &self.model {
-            Some(p) => p.clone(),
+    /// The model file's path, fetching a known model into the cache first if need be.
+    pub fn path(&self) -> Result<PathBuf> {
+        Ok(match &self.model {
+            Some(model) => ultra::fetch::resolve(model)?,
             None => ultra::fetch::default_model()?,
-        };
+        })
+    }
+
+    pub fn open(&self) -> Result<Gguf> {
+        let path = self.path()?;
         Gguf::open(&path).with_context(|| format!("loading {}", path.display()))
     }
+}
+
+#[derive(Args, Clone, Debug)]
+pub struct ModelsArgs {
+    /// Fetch this known model into the cache now (repeatable; `all` for every one).
+    #[arg(long, value_name = "NAME")]
+    pub fetch: Vec<String>,
+    #[arg(long)]
+    pub json: bool,
 }
 
 #[derive(Args, Clone, Debug)]

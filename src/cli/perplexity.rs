@@ -19,8 +19,9 @@ pub fn run(args: PerplexityArgs) -> Result<()> {
 fn run_on<B: Backend>(backend: B, gguf: &Gguf, args: &PerplexityArgs) -> Result<()> {
     let text = std::fs::read_to_string(&args.file).with_context(|| format!("reading {}", args.file.display()))?;
     let tokenizer = Tokenizer::from_gguf(gguf)?;
-    // As llama-perplexity: the whole file, special-token text left as text.
-    let tokens = tokenizer.encode(&text, false)?;
+    // As llama-perplexity: the whole file, special-token text left as text, BOS first where the
+    // model's `add_bos_token` says so.
+    let tokens = tokenizer.encode_with_specials(&text, false)?;
     let mut runner = Runner::load(backend, gguf, CacheLayout::plain(1, args.ctx), args.ctx)?;
     let batch = args.batch.unwrap_or(args.ctx);
     if !args.json {

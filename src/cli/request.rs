@@ -22,11 +22,17 @@ pub fn sampler_config(args: &GenerateArgs) -> SamplerConfig {
     }
 }
 
-/// The prompt's token ids: chat-templated with `--chat`, special tokens parsed.
+/// The prompt's token ids: chat-templated with `--chat`, special tokens parsed, BOS first where
+/// the model's `add_bos_token` says so (llama.cpp `add_special = true`).
 pub fn encode_prompt(tokenizer: &Tokenizer, text: &str, chat: bool) -> Result<Vec<u32>> {
-    let text =
+    let mut text =
         if chat { tokenizer.apply_chat_template(&[ChatMessage::new("user", text)], true)? } else { text.to_string() };
-    Ok(tokenizer.encode(&text, true)?)
+    // A template that writes the BOS text itself (Gemma's) would give two BOS tokens.
+    let bos = tokenizer.special_ids().bos.and_then(|id| tokenizer.token_str(id)).filter(|_| tokenizer.add_bos());
+    if let Some(bos) = bos.filter(|bos| chat && !bos.is_empty() && text.starts_with(bos)) {
+        text.drain(..bos.len());
+    }
+    Ok(tokenizer.encode_with_specials(&text, true)?)
 }
 
 /// Page-pool figures every `--json` output reports.

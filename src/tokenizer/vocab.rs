@@ -58,6 +58,29 @@ pub fn read_tokens(gguf: &Gguf) -> Result<(Vec<String>, Vec<TokenType>)> {
     Ok((tokens, types))
 }
 
+/// A SentencePiece vocabulary's scores, one finite-or-not f32 per token. Required: without them
+/// every merge would tie (llama.cpp silently uses 0.0), which is a different tokenizer.
+pub fn scores(gguf: &Gguf, n_tokens: usize) -> Result<Vec<f32>> {
+    let scores = array(gguf, "tokenizer.ggml.scores")?.ok_or_else(|| {
+        Error::Tokenizer("a SentencePiece (`llama`) vocabulary needs tokenizer.ggml.scores; the GGUF has none".into())
+    })?;
+    if scores.len() != n_tokens {
+        return Err(Error::Tokenizer(format!(
+            "tokenizer.ggml.scores has {} entries for {n_tokens} tokens",
+            scores.len()
+        )));
+    }
+    scores
+        .iter()
+        .enumerate()
+        .map(|(i, v)| match v {
+            Value::F32(x) => Ok(*x),
+            Value::F64(x) => Ok(*x as f32),
+            _ => Err(Error::Tokenizer(format!("tokenizer.ggml.scores[{i}] is not a float"))),
+        })
+        .collect()
+}
+
 /// The array under `key`: `None` if absent, an error if present but not an array.
 pub fn array<'g>(gguf: &'g Gguf, key: &str) -> Result<Option<&'g [Value]>> {
     match gguf.get(key) {
@@ -74,20 +97,27 @@ fn token_id(gguf: &Gguf, key: &str, n_tokens: usize) -> Option<u32> {
 
 /// Reads the special ids and works out the end-of-generation set. Like llama.cpp, a token found
 /// by its text is forced to be a control token (so it is parsed as special and rendered as text).
+/// `spm_defaults`: a SentencePiece vocabulary without the keys has llama.cpp's defaults, BOS 1,
+/// EOS 2 and unknown 0 (Llama 2's `<s>`, `</s>`, `<unk>`).
 pub fn special_ids(
     gguf: &Gguf,
     tokens: &[String],
     token_to_id: &HashMap<String, u32>,
     types: &mut [TokenType],
+    spm_defaults: bool,
 ) -> (SpecialIds, Vec<u32>) {
     let n = tokens.len();
     let key = |name: &str| token_id(gguf, &format!("tokenizer.ggml.{name}_token_id"), n);
+    let default = |name: &str, id: u32| {
+        let absent = gguf.get(&format!("tokenizer.ggml.{name}_token_id")).is_none();
+        Some(id).filter(|&id| spm_defaults && absent && (id as usize) < n)
+    };
     let mut ids = SpecialIds {
-        bos: key("bos"),
-        eos: key("eos"),
+        bos: key("bos").or_else(|| default("bos", 1)),
+        eos: key("eos").or_else(|| default("eos", 2)),
         eot: key("eot"),
         eom: key("eom"),
-        unk: key("unknown"),
+        unk: key("unknown").or_else(|| default("unknown", 0)),
         pad: key("padding"),
     };
     let mut find = |texts: &[&str]| {

@@ -11,16 +11,16 @@ use ultra::gguf::{Gguf, GgufWriter, Value, ValueType};
 use super::{parse, small_file, valid_writer};
 
 /// splitmix64.
-struct Rng(u64);
+pub struct Rng(pub u64);
 impl Rng {
-    fn next(&mut self) -> u64 {
+    pub fn next(&mut self) -> u64 {
         self.0 = self.0.wrapping_add(0x9e37_79b9_7f4a_7c15);
         let mut z = self.0;
         z = (z ^ (z >> 30)).wrapping_mul(0xbf58_476d_1ce4_e5b9);
         z = (z ^ (z >> 27)).wrapping_mul(0x94d0_49bb_1331_11eb);
         z ^ (z >> 31)
     }
-    fn below(&mut self, n: usize) -> usize {
+    pub fn below(&mut self, n: usize) -> usize {
         (self.next() % n.max(1) as u64) as usize
     }
 }
@@ -28,7 +28,7 @@ impl Rng {
 /// Numbers that stress counts, lengths, offsets and dims.
 const HOSTILE: [u64; 10] = [0, 1, 2, 31, 32, 0xffff_ffff, 1 << 32, 1 << 62, u64::MAX, u64::MAX - 31];
 
-fn mutate(rng: &mut Rng, mut bytes: Vec<u8>) -> Vec<u8> {
+pub fn mutate(rng: &mut Rng, mut bytes: Vec<u8>) -> Vec<u8> {
     for _ in 0..1 + rng.below(4) {
         let at = rng.below(bytes.len());
         match rng.below(6) {

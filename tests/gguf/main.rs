@@ -1,8 +1,10 @@
 //! The GGUF reader against in-memory fixtures made with `GgufWriter`: valid files round-trip
 //! (every metadata type, every tensor format, v2 and v3, custom alignment), and every malformed
-//! file is refused with `Error::MalformedGguf` naming the problem. fuzz.rs: random corruption.
+//! file is refused with `Error::MalformedGguf` naming the problem. fuzz.rs: random corruption;
+//! tokenizer_fuzz.rs: the same for tokenizer metadata (BPE and SentencePiece vocabularies).
 
 mod fuzz;
+mod tokenizer_fuzz;
 
 use std::sync::Arc;
 
