@@ -52,7 +52,9 @@ impl Backend for Cpu {
 
     fn matmul(&self, x: &Tensor<Cpu>, w: &Weight<Cpu>, dst: &mut Tensor<Cpu>) -> Result<()> { matmul::matmul(x, w, dst) }
 
-    fn embed(&self, table: &Weight<Cpu>, ids: &Tensor<Cpu>, dst: &mut Tensor<Cpu>) -> Result<()> { embed::embed(table, ids, dst) }
+    fn embed(&self, table: &Weight<Cpu>, ids: &Tensor<Cpu>, scale: f32, dst: &mut Tensor<Cpu>) -> Result<()> {
+        embed::embed(table, ids, scale, dst)
+    }
 
     fn rms_norm(&self, x: &Tensor<Cpu>, gain: &Tensor<Cpu>, eps: f32, dst: &mut Tensor<Cpu>) -> Result<()> {
         norm::rms_norm(x, gain, eps, dst)
@@ -65,6 +67,9 @@ impl Backend for Cpu {
 
     fn silu_mul(&self, gate: &Tensor<Cpu>, up: &Tensor<Cpu>, dst: &mut Tensor<Cpu>) -> Result<()> {
         elementwise::silu_mul(gate, up, dst)
+    }
+    fn gelu_mul(&self, gate: &Tensor<Cpu>, up: &Tensor<Cpu>, dst: &mut Tensor<Cpu>) -> Result<()> {
+        elementwise::gelu_mul(gate, up, dst)
     }
     fn add_assign(&self, x: &mut Tensor<Cpu>, y: &Tensor<Cpu>) -> Result<()> { elementwise::add_assign(x, y) }
     fn add_bias(&self, x: &mut Tensor<Cpu>, bias: &Tensor<Cpu>) -> Result<()> { elementwise::add_bias(x, bias) }

@@ -77,8 +77,8 @@ impl Backend for Cuda {
         let label = self.profiler.as_ref().map(|_| matmul::label_many(x, parts)).unwrap_or_default();
         self.op(|| label, || matmul::matmuls(self, x, parts))
     }
-    fn embed(&self, table: &Weight<Self>, ids: &Tensor<Self>, dst: &mut Tensor<Self>) -> Result<()> {
-        self.op(|| ("embed".into(), 0), || embed::embed(self, table, ids, dst))
+    fn embed(&self, table: &Weight<Self>, ids: &Tensor<Self>, scale: f32, dst: &mut Tensor<Self>) -> Result<()> {
+        self.op(|| ("embed".into(), 0), || embed::embed(self, table, ids, scale, dst))
     }
     fn rms_norm(&self, x: &Tensor<Self>, gain: &Tensor<Self>, eps: f32, dst: &mut Tensor<Self>) -> Result<()> {
         self.op(|| ("rms_norm".into(), 0), || norm::rms_norm(self, x, gain, eps, dst))
@@ -108,6 +108,9 @@ impl Backend for Cuda {
     }
     fn silu_mul(&self, gate: &Tensor<Self>, up: &Tensor<Self>, dst: &mut Tensor<Self>) -> Result<()> {
         self.op(|| ("silu_mul".into(), 0), || elementwise::silu_mul(self, gate, up, dst))
+    }
+    fn gelu_mul(&self, gate: &Tensor<Self>, up: &Tensor<Self>, dst: &mut Tensor<Self>) -> Result<()> {
+        self.op(|| ("gelu_mul".into(), 0), || elementwise::gelu_mul(self, gate, up, dst))
     }
     fn silu_mul_matmul(
         &self,

@@ -41,6 +41,7 @@ kernels! {
     Rope => "rope", [W, R];
     RmsNormRope => "rms_norm_rope", [W, R, R];
     SiluMul => "silu_mul", [R, R, W];
+    GeluMul => "gelu_mul", [R, R, W];
     AddAssign => "add_assign", [W, R];
     AddBias => "add_bias", [W, R];
     GatherRows => "gather_rows", [R, R, W];
