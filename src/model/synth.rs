@@ -189,6 +189,12 @@ fn file_type(format: Format) -> u32 {
         Format::Q5_0 => 8,
         Format::Q5_1 => 9,
         Format::BF16 => 32,
+        // A file of one k-quant throughout is closest to llama.cpp's "_S" (small) file types.
+        Format::Q2_K => 10,
+        Format::Q3_K => 11,
+        Format::Q4_K => 14,
+        Format::Q5_K => 16,
+        Format::Q6_K => 18,
     }
 }
 

@@ -3,7 +3,7 @@
 
 use half::{bf16, f16};
 
-use super::Format;
+use super::{Format, kquant};
 
 fn f16_at(bytes: &[u8], at: usize) -> f32 {
     f16::from_le_bytes([bytes[at], bytes[at + 1]]).to_f32()
@@ -25,6 +25,11 @@ pub fn dequantize_row(format: Format, src: &[u8], dst: &mut [f32]) {
         Format::Q5_0 => blocks.zip(outs).for_each(|(b, y)| q5_0(b, y)),
         Format::Q5_1 => blocks.zip(outs).for_each(|(b, y)| q5_1(b, y)),
         Format::Q8_0 => blocks.zip(outs).for_each(|(b, y)| q8_0(b, y)),
+        Format::Q2_K => kquant::dequantize_row_q2_k(src, dst),
+        Format::Q3_K => kquant::dequantize_row_q3_k(src, dst),
+        Format::Q4_K => kquant::dequantize_row_q4_k(src, dst),
+        Format::Q5_K => kquant::dequantize_row_q5_k(src, dst),
+        Format::Q6_K => kquant::dequantize_row_q6_k(src, dst),
     }
 }
 

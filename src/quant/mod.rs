@@ -8,6 +8,7 @@
 use crate::error::{Error, Result};
 
 /// A tensor storage format, numbered by ggml's type ids.
+#[allow(non_camel_case_types)] // ggml's names: Q4_K, as Q4_0
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
 pub enum Format {
     F32,
@@ -18,11 +19,29 @@ pub enum Format {
     Q5_0,
     Q5_1,
     Q8_0,
+    Q2_K,
+    Q3_K,
+    Q4_K,
+    Q5_K,
+    Q6_K,
 }
 
 impl Format {
-    pub const ALL: [Format; 8] =
-        [Format::F32, Format::F16, Format::BF16, Format::Q4_0, Format::Q4_1, Format::Q5_0, Format::Q5_1, Format::Q8_0];
+    pub const ALL: [Format; 13] = [
+        Format::F32,
+        Format::F16,
+        Format::BF16,
+        Format::Q4_0,
+        Format::Q4_1,
+        Format::Q5_0,
+        Format::Q5_1,
+        Format::Q8_0,
+        Format::Q2_K,
+        Format::Q3_K,
+        Format::Q4_K,
+        Format::Q5_K,
+        Format::Q6_K,
+    ];
 
     /// ggml's type id (`enum ggml_type`).
     pub const fn ggml_id(self) -> u32 {
@@ -34,6 +53,11 @@ impl Format {
             Format::Q5_0 => 6,
             Format::Q5_1 => 7,
             Format::Q8_0 => 8,
+            Format::Q2_K => 10,
+            Format::Q3_K => 11,
+            Format::Q4_K => 12,
+            Format::Q5_K => 13,
+            Format::Q6_K => 14,
             Format::BF16 => 30,
         }
     }
@@ -51,17 +75,33 @@ impl Format {
         ggml_type_name(self.ggml_id())
     }
 
-    /// Values per block (one for float formats: a "block" is one value).
+    /// Values per block (one for float formats: a "block" is one value; 256 for the k-quants'
+    /// super-blocks).
     pub const fn block_len(self) -> usize {
         match self {
             Format::F32 | Format::F16 | Format::BF16 => 1,
             Format::Q4_0 | Format::Q4_1 | Format::Q5_0 | Format::Q5_1 | Format::Q8_0 => 32,
+            Format::Q2_K | Format::Q3_K | Format::Q4_K | Format::Q5_K | Format::Q6_K => kquant::QK_K,
+        }
+    }
+
+    /// The k-quant this format is, if it is one.
+    pub const fn kquant(self) -> Option<kquant::KQuant> {
+        match self {
+            Format::Q2_K => Some(kquant::KQuant::Q2K),
+            Format::Q3_K => Some(kquant::KQuant::Q3K),
+            Format::Q4_K => Some(kquant::KQuant::Q4K),
+            Format::Q5_K => Some(kquant::KQuant::Q5K),
+            Format::Q6_K => Some(kquant::KQuant::Q6K),
+            _ => None,
         }
     }
 
     /// The fields of one block as GGUF stores them, in the order GPU backends keep them as
     /// separate arrays (each field of every block back to back): quants first, then the fifth
     /// bits, then the scales (`d`, or `d` and `m`). Float formats are one field, the value.
+    /// k-quants add their packed sub-block `scales` before the super-block `d`/`dm` (no GPU
+    /// backend reads them yet).
     pub const fn fields(self) -> &'static [BlockField] {
         match self {
             Format::F32 => &[BlockField { name: "value", start: 0, end: 4 }],
@@ -81,6 +121,34 @@ impl Format {
                 BlockField { name: "dm", start: 0, end: 4 },
             ],
             Format::Q8_0 => &[BlockField { name: "qs", start: 2, end: 34 }, BlockField { name: "d", start: 0, end: 2 }],
+            Format::Q2_K => &[
+                BlockField { name: "qs", start: 16, end: 80 },
+                BlockField { name: "scales", start: 0, end: 16 },
+                BlockField { name: "dm", start: 80, end: 84 },
+            ],
+            Format::Q3_K => &[
+                BlockField { name: "qs", start: 32, end: 96 },
+                BlockField { name: "hmask", start: 0, end: 32 },
+                BlockField { name: "scales", start: 96, end: 108 },
+                BlockField { name: "d", start: 108, end: 110 },
+            ],
+            Format::Q4_K => &[
+                BlockField { name: "qs", start: 16, end: 144 },
+                BlockField { name: "scales", start: 4, end: 16 },
+                BlockField { name: "dm", start: 0, end: 4 },
+            ],
+            Format::Q5_K => &[
+                BlockField { name: "qs", start: 48, end: 176 },
+                BlockField { name: "qh", start: 16, end: 48 },
+                BlockField { name: "scales", start: 4, end: 16 },
+                BlockField { name: "dm", start: 0, end: 4 },
+            ],
+            Format::Q6_K => &[
+                BlockField { name: "ql", start: 0, end: 128 },
+                BlockField { name: "qh", start: 128, end: 192 },
+                BlockField { name: "scales", start: 192, end: 208 },
+                BlockField { name: "d", start: 208, end: 210 },
+            ],
         }
     }
 
@@ -99,6 +167,11 @@ impl Format {
             Format::Q5_0 => 22,
             Format::Q5_1 => 24,
             Format::Q8_0 => 34,
+            Format::Q2_K => kquant::Q2_K_BLOCK_BYTES,
+            Format::Q3_K => kquant::Q3_K_BLOCK_BYTES,
+            Format::Q4_K => kquant::Q4_K_BLOCK_BYTES,
+            Format::Q5_K => kquant::Q5_K_BLOCK_BYTES,
+            Format::Q6_K => kquant::Q6_K_BLOCK_BYTES,
         }
     }
 

@@ -1,6 +1,8 @@
 //! Reference quantizers: ggml's `quantize_row_*_ref` (ggml-quants.c), reproducing bit for bit the
 //! bytes of the `gguf` Python package (0.19.0), which mirrors them in numpy. `tests/quant.rs`
 //! checks every format against `tests/data/quant/golden.json`.
+//! The k-quants (Q2_K … Q6_K) are in `kquant/`, checked against ggml's own C output
+//! (`tests/kquant.rs`); what follows is about the 32-value formats.
 //!
 //! Numerics, and where the two references could part ways:
 //! - `roundf` (Q8_0) rounds halves away from zero; numpy's `np_roundf` helper does the same, and
@@ -20,7 +22,7 @@
 
 use half::f16;
 
-use super::Format;
+use super::{Format, kquant};
 
 /// Appends the encoding of `src` in `format` to `dst`.
 /// Panics if `src.len()` is not a whole number of blocks (callers size rows with
@@ -59,6 +61,11 @@ pub fn quantize_row_into(format: Format, src: &[f32], dst: &mut [u8]) {
         Format::Q5_0 => blocks.zip(outs).for_each(|(x, y)| q5_0(x, y)),
         Format::Q5_1 => blocks.zip(outs).for_each(|(x, y)| q5_1(x, y)),
         Format::Q8_0 => blocks.zip(outs).for_each(|(x, y)| q8_0(x, y)),
+        Format::Q2_K => kquant::quantize_row_q2_k(src, dst),
+        Format::Q3_K => kquant::quantize_row_q3_k(src, dst),
+        Format::Q4_K => kquant::quantize_row_q4_k(src, dst),
+        Format::Q5_K => kquant::quantize_row_q5_k(src, dst),
+        Format::Q6_K => kquant::quantize_row_q6_k(src, dst),
     }
 }
 

@@ -69,7 +69,7 @@ fn every_tensor() -> Vec<(String, Format, usize, usize, Vec<u8>)> {
         .iter()
         .enumerate()
         .map(|(i, &format)| {
-            let (rows, cols) = (i % 3 + 1, 64);
+            let (rows, cols) = (i % 3 + 1, format.block_len().max(64));
             let values: Vec<f32> = (0..rows * cols).map(|j| ((j * 7 + i) % 23) as f32 * 0.1 - 1.0).collect();
             let mut bytes = Vec::new();
             quantize_row(format, &values, &mut bytes);
@@ -307,6 +307,8 @@ fn bad_tensor_infos() {
         (vec![u64::MAX], 0, "implausibly large"),
         (vec![1 << 61], 0, "implausibly large"),
         (vec![33], 2, "not a multiple of the block size 32"),
+        (vec![255, 2], 12, "not a multiple of the block size 256"),
+        (vec![288], 14, "not a multiple of the block size 256"),
         (vec![32], 99, "unknown ggml type id 99"),
         (vec![32], 31, "unknown ggml type id 31"),
     ] {
@@ -321,14 +323,17 @@ fn bad_tensor_infos() {
 
 #[test]
 fn unsupported_but_known_types_parse_and_are_named() {
-    // A Q4_K tensor is listed (so `ultra info` can show it), but asking for its format fails.
-    let g = parse(raw_file(vec![("blk.0.attn_q.weight", vec![256, 2], 12, 288)])).unwrap();
+    // An IQ4_XS tensor is listed (so `ultra info` can show it), but asking for its format fails.
+    let g = parse(raw_file(vec![("blk.0.attn_q.weight", vec![256, 2], 23, 272)])).unwrap();
     let t = &g.tensors[0];
-    assert_eq!((t.type_name(), t.n_bytes), ("Q4_K", 288));
+    assert_eq!((t.type_name(), t.n_bytes), ("IQ4_XS", 272));
     match t.format() {
-        Err(e @ Error::UnsupportedTensorType { .. }) => assert!(e.to_string().contains("Q4_K"), "{e}"),
+        Err(e @ Error::UnsupportedTensorType { .. }) => assert!(e.to_string().contains("IQ4_XS"), "{e}"),
         other => panic!("expected UnsupportedTensorType, got {other:?}"),
     }
+    // k-quant tensors are read.
+    let g = parse(raw_file(vec![("blk.0.attn_q.weight", vec![256, 2], 12, 288)])).unwrap();
+    assert_eq!(g.tensors[0].format().unwrap(), ultra::Format::Q4_K);
 }
 
 fn find(haystack: &[u8], needle: &[u8]) -> usize {

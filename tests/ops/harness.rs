@@ -44,7 +44,8 @@ impl Rng {
 }
 
 /// A random `[rows, cols]` weight in ggml's bytes: floats from U(-1, 1); quantized blocks with
-/// random f16 scale(s) (d ∈ ±[0.002, 0.03], min ∈ [-0.2, 0.2]) and random quant bits.
+/// random f16 scale(s) (d ∈ ±[0.002, 0.03], min ∈ [-0.2, 0.2]) and random quant bits; k-quant
+/// super-blocks with random bits but for their f16 scales.
 pub fn random_weight(rng: &mut Rng, format: Format, rows: usize, cols: usize) -> Vec<u8> {
     let n_blocks = rows * cols / format.block_len();
     let mut bytes = Vec::with_capacity(n_blocks * format.block_bytes());
@@ -54,6 +55,16 @@ pub fn random_weight(rng: &mut Rng, format: Format, rows: usize, cols: usize) ->
             Format::F32 => bytes.extend(x.to_le_bytes()),
             Format::F16 => bytes.extend(f16::from_f32(x).to_le_bytes()),
             Format::BF16 => bytes.extend(bf16::from_f32(x).to_le_bytes()),
+            _ if format.kquant().is_some() => {
+                // Random quants and sub-block scales; the f16 super-block scale(s) in [0.001, 0.01].
+                let start = bytes.len();
+                bytes.extend((0..format.block_bytes()).map(|_| rng.next_u64() as u8));
+                for field in format.fields().iter().filter(|f| f.name == "d" || f.name == "dm") {
+                    for at in (start + field.start..start + field.end).step_by(2) {
+                        bytes[at..at + 2].copy_from_slice(&f16::from_f32(rng.uniform(0.001, 0.01)).to_le_bytes());
+                    }
+                }
+            }
             _ => {
                 let sign = if rng.below(2) == 0 { -1.0 } else { 1.0 };
                 bytes.extend(f16::from_f32(sign * rng.uniform(0.002, 0.03)).to_le_bytes());
@@ -171,7 +182,15 @@ pub fn check_family<B: Backend + 'static>(backend: &B, family: Family) {
         .filter_map(|case| {
             let name = case.op.to_string();
             let mut rng = Rng::from_name(&name);
-            let result = run::run(backend, &case.op, &mut rng).map_err(|err| format!("backend error: {err}"));
+            let result = run::run(backend, &case.op, &mut rng);
+            if cases::unsupported_on(backend.name(), &case.op) {
+                return match result {
+                    Err(ultra::Error::Unsupported { .. }) => None,
+                    Err(err) => Some(format!("{name}: expected an Unsupported error, got: {err}")),
+                    Ok(_) => Some(format!("{name}: expected an Unsupported error, but it ran")),
+                };
+            }
+            let result = result.map_err(|err| format!("backend error: {err}"));
             let tolerance = cases::tolerance_on(backend.name(), f16, case);
             let checked = result.and_then(|(expected, actual)| compare(tolerance, &expected, &actual));
             checked.err().map(|err| format!("{name} [{}]: {err}", case.why))

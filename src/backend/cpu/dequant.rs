@@ -19,6 +19,8 @@ pub fn dequantize_row_fast(format: Format, src: &[u8], dst: &mut [f32]) {
         Format::Q4_1 => blocks.zip(outs).for_each(|(b, y)| q4_1(b.try_into().unwrap(), y.try_into().unwrap())),
         Format::Q8_0 => blocks.zip(outs).for_each(|(b, y)| q8_0(b.try_into().unwrap(), y.try_into().unwrap())),
         Format::F32 | Format::F16 | Format::BF16 | Format::Q5_0 | Format::Q5_1 => dequantize_row(format, src, dst),
+        // The k-quants' reference dequantizers are already loops over fixed-size blocks.
+        Format::Q2_K | Format::Q3_K | Format::Q4_K | Format::Q5_K | Format::Q6_K => dequantize_row(format, src, dst),
     }
 }
 

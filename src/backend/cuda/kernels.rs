@@ -20,8 +20,9 @@ macro_rules! file {
 type Part = (&'static str, &'static str);
 
 /// The block or element decoder of a weight format (joined before the matmul and embed bodies).
-fn decoder(format: Format) -> Part {
-    match format {
+/// The k-quants have none yet: `upload_weight` refuses their weights, so no module asks for one.
+fn decoder(format: Format) -> Option<Part> {
+    Some(match format {
         Format::F32 => file!("matmul_f32.cu"),
         Format::F16 => file!("matmul_f16.cu"),
         Format::BF16 => file!("matmul_bf16.cu"),
@@ -30,7 +31,13 @@ fn decoder(format: Format) -> Part {
         Format::Q5_0 => file!("matmul_q5_0.cu"),
         Format::Q5_1 => file!("matmul_q5_1.cu"),
         Format::Q8_0 => file!("matmul_q8_0.cu"),
-    }
+        Format::Q2_K | Format::Q3_K | Format::Q4_K | Format::Q5_K | Format::Q6_K => return None,
+    })
+}
+
+/// Whether this backend has kernels for weights of `format`.
+pub fn has_kernels(format: Format) -> bool {
+    decoder(format).is_some()
 }
 
 /// The registry, declared once: each module's files (after common.cuh) and the kernel entry points
@@ -58,14 +65,14 @@ macro_rules! registry {
             /// Every module, for ahead-of-time compile checks.
             pub fn all() -> Vec<Module> {
                 let mut all = vec![$(Module::$unit),*];
-                $(all.extend(Format::ALL.iter().map(|&f| Module::$family(f)));)*
+                $(all.extend(Format::ALL.into_iter().filter(|&f| has_kernels(f)).map(Module::$family));)*
                 all
             }
 
             fn parts(self) -> Vec<Part> {
                 match self {
                     $(Module::$unit => vec![$(file!($file)),*],)*
-                    $(Module::$family(f) => vec![decoder(f), $(file!($ffile)),*],)*
+                    $(Module::$family(f) => decoder(f).into_iter().chain([$(file!($ffile)),*]).collect(),)*
                 }
             }
 

@@ -5,9 +5,10 @@ use cudarc::driver::CudaSlice;
 
 use super::context::Cuda;
 use super::driver::driver;
+use super::kernels;
 use crate::backend::host_mirror::HostMirror;
 use crate::backend::{DType, HostBytes, Tensor, Weight, check};
-use crate::error::Result;
+use crate::error::{Error, Result};
 use crate::quant::Format;
 
 /// One tensor's device memory, and what the host knows of its u32 values (`HostMirror`).
@@ -90,6 +91,13 @@ pub fn sync(cuda: &Cuda) -> Result<()> {
 pub fn upload_weight(cuda: &Cuda, format: Format, rows: usize, cols: usize, bytes: HostBytes) -> Result<Weight<Cuda>> {
     let src = bytes.bytes();
     check::upload_weight(format, rows, cols, src.len())?;
+    if !kernels::has_kernels(format) {
+        return Err(Error::Unsupported {
+            op: "upload_weight",
+            backend: "cuda",
+            detail: format!("{} weights (its kernels are not written yet; the cpu backend runs them)", format.name()),
+        });
+    }
     let block = format.block_bytes();
     let fields = format
         .fields()

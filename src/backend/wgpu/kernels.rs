@@ -114,7 +114,7 @@ impl Variant {
         }
         if let Some(format) = self.format {
             src += shader!("common");
-            src += decoder(format);
+            src += decoder(format).unwrap_or("");
         }
         if matches!(self.kernel, Kernel::Rope | Kernel::RmsNormRope) {
             src += shader!("rope_common");
@@ -134,14 +134,14 @@ impl Variant {
         for &kernel in Kernel::ALL {
             match kernel {
                 Kernel::Matmul => {
-                    for format in Format::ALL {
+                    for format in Format::ALL.into_iter().filter(|&f| has_kernels(f)) {
                         for (subgroups, tpr, mb) in [(false, 32, 1), (false, 32, 8), (true, 32, 1), (true, 8, 8)] {
                             out.push(Variant { kernel, format: Some(format), subgroups, tpr, mb, f16: false });
                         }
                     }
                 }
                 Kernel::MatmulVec => {
-                    for format in Format::ALL.into_iter().filter(|f| f.is_quantized()) {
+                    for format in Format::ALL.into_iter().filter(|&f| decoder32(f).is_some()) {
                         for (subgroups, tpr, mb) in [(false, 32, 1), (false, 32, 8), (true, 32, 1), (true, 8, 8)] {
                             for f16 in [false, true] {
                                 out.push(Variant { kernel, format: Some(format), subgroups, tpr, mb, f16 });
@@ -150,7 +150,7 @@ impl Variant {
                     }
                 }
                 Kernel::MatmulTiled => {
-                    for format in Format::ALL {
+                    for format in Format::ALL.into_iter().filter(|&f| has_kernels(f)) {
                         for mb in TILED_SIDES {
                             for f16 in [false, true].into_iter().filter(|&h| !h || format.is_quantized()) {
                                 out.push(Variant { kernel, format: Some(format), mb, f16, ..Variant::plain(kernel) });
@@ -158,7 +158,12 @@ impl Variant {
                         }
                     }
                 }
-                Kernel::Embed => out.extend(Format::ALL.map(|f| Variant { format: Some(f), ..Variant::plain(kernel) })),
+                Kernel::Embed => out.extend(
+                    Format::ALL
+                        .into_iter()
+                        .filter(|&f| has_kernels(f))
+                        .map(|f| Variant { format: Some(f), ..Variant::plain(kernel) }),
+                ),
                 _ => out.push(Variant::plain(kernel)),
             }
         }
@@ -182,11 +187,14 @@ fn decoder32(format: Format) -> Option<&'static str> {
         Format::Q5_1 => Some(shader!("decode32_q5_1")),
         Format::Q8_0 => Some(shader!("decode32_q8_0")),
         Format::F32 | Format::F16 | Format::BF16 => None,
+        Format::Q2_K | Format::Q3_K | Format::Q4_K | Format::Q5_K | Format::Q6_K => None,
     }
 }
 
-fn decoder(format: Format) -> &'static str {
-    match format {
+/// The element decoder of a weight format. The k-quants have none yet: `upload_weight` refuses
+/// their weights, so no variant asks for one.
+fn decoder(format: Format) -> Option<&'static str> {
+    Some(match format {
         Format::F32 => shader!("decode_f32"),
         Format::F16 => shader!("decode_f16"),
         Format::BF16 => shader!("decode_bf16"),
@@ -195,5 +203,11 @@ fn decoder(format: Format) -> &'static str {
         Format::Q5_0 => shader!("decode_q5_0"),
         Format::Q5_1 => shader!("decode_q5_1"),
         Format::Q8_0 => shader!("decode_q8_0"),
-    }
+        Format::Q2_K | Format::Q3_K | Format::Q4_K | Format::Q5_K | Format::Q6_K => return None,
+    })
+}
+
+/// Whether this backend has kernels for weights of `format`.
+pub fn has_kernels(format: Format) -> bool {
+    decoder(format).is_some()
 }

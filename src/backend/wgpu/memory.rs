@@ -7,7 +7,7 @@ use super::Wgpu;
 use super::context::GpuBuffer;
 use crate::backend::host_mirror::HostMirror;
 use crate::backend::{DType, HostBytes, Tensor, Weight, check};
-use crate::error::Result;
+use crate::error::{Error, Result};
 use crate::quant::Format;
 
 /// A weight on the device: its words and where each section starts (see `repack`).
@@ -53,7 +53,7 @@ pub fn sync(be: &Wgpu) -> Result<()> {
 pub fn upload_weight(be: &Wgpu, format: Format, rows: usize, cols: usize, bytes: HostBytes) -> Result<Weight<Wgpu>> {
     let src = bytes.bytes();
     check::upload_weight(format, rows, cols, src.len())?;
-    let (words, qh, d) = repack(format, src);
+    let (words, qh, d) = repack(format, src)?;
     let blocks = if format.is_quantized() { cols / format.block_len() } else { cols };
     let buf = be.ctx.buffer((words.len() * 4) as u64, "weight")?;
     be.ctx.queue.write_buffer(&buf.buf, 0, bytemuck::cast_slice(&words));
@@ -66,7 +66,8 @@ pub fn upload_weight(be: &Wgpu, format: Format, rows: usize, cols: usize, bytes:
 /// block) | `qh` (Q5's high bits, a word per block) | scales (f16 pairs: `d` of two blocks per
 /// word for Q4_0/Q5_0/Q8_0, `(d, m)` of one block per word for Q4_1/Q5_1). The sizes add up to
 /// the GGUF bytes (up to padding). Returns the words and the qh and scale word offsets.
-fn repack(format: Format, src: &[u8]) -> (Vec<u32>, u32, u32) {
+/// The k-quants have no layout (nor kernels) here yet: an `Unsupported` error.
+fn repack(format: Format, src: &[u8]) -> Result<(Vec<u32>, u32, u32)> {
     let word = |b: &[u8]| u32::from_le_bytes([b[0], b[1], b[2], b[3]]);
     let half = |b: &[u8]| u16::from_le_bytes([b[0], b[1]]) as u32;
     // Every format named here, so a new one is a compile error until its layout is chosen.
@@ -74,10 +75,20 @@ fn repack(format: Format, src: &[u8]) -> (Vec<u32>, u32, u32) {
         Format::F32 | Format::F16 | Format::BF16 => {
             let mut padded = src.to_vec();
             padded.resize(src.len().next_multiple_of(4), 0);
-            return (padded.chunks_exact(4).map(word).collect(), 0, 0);
+            return Ok((padded.chunks_exact(4).map(word).collect(), 0, 0));
         }
         Format::Q4_0 | Format::Q4_1 | Format::Q5_0 | Format::Q5_1 | Format::Q8_0 => {
             (format.field("qs"), format.field("qh"), format.field("dm").is_some())
+        }
+        Format::Q2_K | Format::Q3_K | Format::Q4_K | Format::Q5_K | Format::Q6_K => {
+            return Err(Error::Unsupported {
+                op: "upload_weight",
+                backend: "wgpu",
+                detail: format!(
+                    "{} weights (its kernels are not written yet; the cpu backend runs them)",
+                    format.name()
+                ),
+            });
         }
     };
     let blocks: Vec<&[u8]> = src.chunks_exact(format.block_bytes()).collect();
@@ -100,7 +111,7 @@ fn repack(format: Format, src: &[u8]) -> (Vec<u32>, u32, u32) {
     }
     // Whole vec4s: matmul_vec binds the buffer as array<vec4<u32>>.
     words.resize(words.len().next_multiple_of(4), 0);
-    (words, qh, d)
+    Ok((words, qh, d))
 }
 
 /// Host↔device transfers so far (write_* and read_* calls; weight uploads not counted).
