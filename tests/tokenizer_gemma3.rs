@@ -20,7 +20,7 @@ fn gemma3() -> &'static ultra::fetch::KnownModel {
 fn tokenizer() -> &'static Tokenizer {
     static TOKENIZER: OnceLock<Tokenizer> = OnceLock::new();
     TOKENIZER.get_or_init(|| {
-        let path = gemma3().ensure().unwrap_or_else(|e| panic!("gemma3-270m is needed for this test: {e}"));
+        let path = common::gemma3_path();
         Tokenizer::from_gguf(&Gguf::open(&path).expect("open gemma3")).expect("build the tokenizer")
     })
 }
@@ -182,7 +182,7 @@ fn long_and_hostile_texts_round_trip() {
 
 #[test]
 fn cli_tokenize_by_model_name() {
-    gemma3().ensure().unwrap();
+    common::gemma3_path();
     let run = |args: &[&str]| {
         let out = Command::new(env!("CARGO_BIN_EXE_ultra")).args(args).output().expect("run ultra");
         assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
@@ -235,4 +235,25 @@ fn random_texts_round_trip() {
             assert_eq!(tok.decode(&got), text.as_bytes(), "{text:?}, parse_special {parse_special}");
         }
     }
+}
+
+/// Without parse_special, the written form of every control token stays text: no merge of
+/// ordinary pieces spells a control (or byte) token in this vocabulary, so llama.cpp's merge
+/// lookup over all tokens and SentencePiece's over ordinary pieces agree here.
+#[test]
+fn control_token_texts_stay_text_without_parse_special() {
+    let tok = tokenizer();
+    let mut checked = 0;
+    for id in 0..tok.vocab_size() as u32 {
+        if !matches!(tok.token_type(id), Some(TokenType::Control | TokenType::Byte)) {
+            continue;
+        }
+        let text = tok.token_str(id).unwrap();
+        let got = tok.encode(text, false).unwrap();
+        let special = got.iter().find(|&&g| tok.token_type(g) == Some(TokenType::Control));
+        assert!(special.is_none() && !got.contains(&id), "{text:?} → {got:?} holds a control or byte token");
+        assert_eq!(tok.decode(&got), text.as_bytes());
+        checked += 1;
+    }
+    assert_eq!(checked, 6249 + 256);
 }

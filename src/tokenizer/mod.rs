@@ -153,26 +153,7 @@ impl Tokenizer {
             }
         };
 
-        let mut pieces = Vec::new();
-        let mut offsets = Vec::with_capacity(tokens.len() + 1);
-        offsets.push(0);
-        for (text, ty) in tokens.iter().zip(&types) {
-            // llama.cpp `token_to_piece(special = true)`: normal tokens are decoded (GPT-2 bytes,
-            // or `▁` as a space), control and user-defined ones are their text, as are unknown
-            // ones in SentencePiece; byte tokens (SentencePiece) are their byte; every other type
-            // renders as nothing.
-            match (kind, ty) {
-                (TokenizerKind::Bpe, TokenType::Normal) => pieces.extend(bytes::decode(text)),
-                (TokenizerKind::SentencePiece, TokenType::Normal) => {
-                    pieces.extend_from_slice(text.replace(spm::SPACE, " ").as_bytes())
-                }
-                (TokenizerKind::SentencePiece, TokenType::Byte) => pieces.extend(spm::parse_byte_token(text)),
-                (TokenizerKind::SentencePiece, TokenType::Unknown)
-                | (_, TokenType::Control | TokenType::UserDefined) => pieces.extend_from_slice(text.as_bytes()),
-                _ => {}
-            }
-            offsets.push(pieces.len());
-        }
+        let (pieces, offsets) = vocab::pieces(kind, &tokens, &types);
         Ok(Tokenizer {
             specials: SpecialTokens::new(&tokens, &types),
             add_bos: flag("tokenizer.ggml.add_bos_token").unwrap_or(default_add_bos),

@@ -3,7 +3,7 @@
 
 use std::collections::{BTreeSet, HashMap};
 
-use super::TokenType;
+use super::{TokenType, TokenizerKind, bytes, spm};
 use crate::error::{Error, Result};
 use crate::gguf::{Gguf, Value};
 
@@ -79,6 +79,31 @@ pub fn scores(gguf: &Gguf, n_tokens: usize) -> Result<Vec<f32>> {
             _ => Err(Error::Tokenizer(format!("tokenizer.ggml.scores[{i}] is not a float"))),
         })
         .collect()
+}
+
+/// Every token's bytes, concatenated, and where each starts (`offsets[i]..offsets[i + 1]`), as
+/// llama.cpp's `token_to_piece(special = true)` renders them: normal tokens are decoded (GPT-2
+/// bytes, or `▁` as a space), control and user-defined ones are their text, as are unknown ones
+/// in SentencePiece; byte tokens (SentencePiece) are their byte; every other type is nothing.
+pub fn pieces(kind: TokenizerKind, tokens: &[String], types: &[TokenType]) -> (Vec<u8>, Vec<usize>) {
+    let mut pieces = Vec::new();
+    let mut offsets = Vec::with_capacity(tokens.len() + 1);
+    offsets.push(0);
+    for (text, ty) in tokens.iter().zip(types) {
+        match (kind, ty) {
+            (TokenizerKind::Bpe, TokenType::Normal) => pieces.extend(bytes::decode(text)),
+            (TokenizerKind::SentencePiece, TokenType::Normal) => {
+                pieces.extend_from_slice(text.replace(spm::SPACE, " ").as_bytes())
+            }
+            (TokenizerKind::SentencePiece, TokenType::Byte) => pieces.extend(spm::parse_byte_token(text)),
+            (TokenizerKind::SentencePiece, TokenType::Unknown) | (_, TokenType::Control | TokenType::UserDefined) => {
+                pieces.extend_from_slice(text.as_bytes())
+            }
+            _ => {}
+        }
+        offsets.push(pieces.len());
+    }
+    (pieces, offsets)
 }
 
 /// The array under `key`: `None` if absent, an error if present but not an array.

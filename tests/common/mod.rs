@@ -20,6 +20,12 @@ pub fn model_path() -> PathBuf {
     ultra::fetch::default_model().unwrap_or_else(|e| panic!("the default model is needed for this test: {e}"))
 }
 
+/// Gemma 3 270M Q4_K_M (`gemma3-270m`), fetched into the cache on first use.
+pub fn gemma3_path() -> PathBuf {
+    let model = ultra::fetch::known("gemma3-270m").expect("gemma3-270m is a known model");
+    model.ensure().unwrap_or_else(|e| panic!("gemma3-270m is needed for this test: {e}"))
+}
+
 /// A JSON file under [`refs_dir`], e.g. `load_json("smollm2/greedy.json")`.
 pub fn load_json(rel: &str) -> serde_json::Value {
     let path = refs_dir().join(rel);
