@@ -93,6 +93,7 @@ fn attention(c: &mut Criterion) {
         n_kv_heads: N_KV_HEADS,
         head_dim: HEAD_DIM,
         scale: 1.0 / (HEAD_DIM as f32).sqrt(),
+        window: None,
     };
     let cases =
         [("decode", 1, 128), ("decode", 1, 512), ("decode", 1, 2048), ("prefill", 128, 128), ("prefill", 512, 512)];

@@ -72,12 +72,12 @@ pub fn check<B: Backend>(b: &B) -> Vec<String> {
     expect(
         "embed with an id ≥ vocab",
         &invalid("embed: token id 4 out of range (< 4)"),
-        b.embed(&w, &u32s(2, 1, &[1, 4]), &mut f32s(2, 32)),
+        b.embed(&w, &u32s(2, 1, &[1, 4]), 1.0, &mut f32s(2, 32)),
     );
     expect(
         "embed with f32 ids",
         &invalid("embed: token id must be U32, got F32"),
-        b.embed(&w, &f32s(2, 1), &mut f32s(2, 32)),
+        b.embed(&w, &f32s(2, 1), 1.0, &mut f32s(2, 32)),
     );
     expect(
         "gather_rows with a row out of range",
@@ -93,6 +93,16 @@ pub fn check<B: Backend>(b: &B) -> Vec<String> {
         "rms_norm with a u32 gain",
         &invalid("rms_norm: gain must be F32, got U32"),
         b.rms_norm(&f32s(2, 8), &u32s(1, 8, &[0; 8]), 1e-5, &mut f32s(2, 8)),
+    );
+    expect(
+        "gelu_mul with dst of the wrong shape",
+        &shape("gelu_mul", [2, 8], [2, 7]),
+        b.gelu_mul(&f32s(2, 8), &f32s(2, 8), &mut f32s(2, 7)),
+    );
+    expect(
+        "gelu_mul with a u32 gate",
+        &invalid("gelu_mul: gate must be F32, got U32"),
+        b.gelu_mul(&u32s(2, 8, &[0; 16]), &f32s(2, 8), &mut f32s(2, 8)),
     );
     expect(
         "silu_mul with a u32 up",
@@ -164,7 +174,7 @@ pub fn check<B: Backend>(b: &B) -> Vec<String> {
         &no_fit(usize::MAX, 1, 0),
         b.copy_slots(&mut cache, 1, 0, usize::MAX),
     );
-    let shape_ok = AttnShape { n_heads: 2, n_kv_heads: 1, head_dim: 8, scale: 0.35 };
+    let shape_ok = AttnShape { n_heads: 2, n_kv_heads: 1, head_dim: 8, scale: 0.35, window: None };
     let attend = |seq: u32, pos: u32, table: &[u32], shape: &AttnShape| {
         let batch = AttnBatch {
             seq: u32s(1, 1, &[seq]),
@@ -203,6 +213,21 @@ pub fn check<B: Backend>(b: &B) -> Vec<String> {
         &attn("n_heads 2 must be a nonzero multiple of n_kv_heads 3, head_dim 8 nonzero"),
         attend(0, 0, &[2, 0], &AttnShape { n_kv_heads: 3, ..shape_ok }),
     );
+    expect(
+        "attention with a window of 0 keys",
+        &attn("window Some(0) must be 1..=u32::MAX keys (None: no window)"),
+        attend(0, 7, &[2, 0], &AttnShape { window: Some(0), ..shape_ok }),
+    );
+    // A window of 4 at position 7 reads block 1 only: block 0's entry is never looked at.
+    let windowed = attend(0, 7, &[u32::MAX, 0], &AttnShape { window: Some(4), ..shape_ok });
+    expect(
+        "attention with a bad block inside the window",
+        &attn("token 0: block 4294967295 outside the cache's 4"),
+        attend(0, 7, &[0, u32::MAX], &AttnShape { window: Some(4), ..shape_ok }),
+    );
+    if let Err(e) = windowed {
+        wrong.push(format!("(control) attention whose window skips a bad block failed: {e}"));
+    }
     if let Err(e) = control {
         wrong.push(format!("(control) a valid attention call failed: {e}"));
     }

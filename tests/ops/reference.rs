@@ -52,13 +52,19 @@ pub fn silu_mul(gate: &[f32], up: &[f32]) -> Vec<f64> {
     gate.iter().zip(up).map(|(&g, &u)| f64::from(g) / (1.0 + (-f64::from(g)).exp()) * f64::from(u)).collect()
 }
 
+/// gelu_tanh(gate) · up with gelu_tanh(g) = g/2 · (1 + tanh(sqrt(2/π) · (g + 0.044715 g³))), in f64.
+pub fn gelu_mul(gate: &[f32], up: &[f32]) -> Vec<f64> {
+    let gelu = |g: f64| 0.5 * g * (1.0 + ((2.0 / std::f64::consts::PI).sqrt() * (g + 0.044715 * g * g * g)).tanh());
+    gate.iter().zip(up).map(|(&g, &u)| gelu(f64::from(g)) * f64::from(u)).collect()
+}
+
 /// x + y, with y repeated over the rows of x when it is shorter (a bias).
 pub fn add(x: &[f32], y: &[f32]) -> Vec<f64> {
     x.iter().enumerate().map(|(i, &a)| f64::from(a) + f64::from(y[i % y.len()])).collect()
 }
 
 /// Causal attention for one query head over one sequence's keys and values, laid out
-/// contiguously: softmax_j(scale · q · k_j) for j ≤ pos, then Σ_j p_j · v_j.
+/// contiguously: softmax_j(scale · q · k_j) for first ≤ j ≤ pos, then Σ_j p_j · v_j.
 /// q: [head_dim]; k, v: [seq_len, kv_dim]; the head reads columns kv_col..kv_col + head_dim.
 pub fn attention_head(
     q: &[f32],
@@ -66,13 +72,14 @@ pub fn attention_head(
     v: &[f32],
     kv_dim: usize,
     kv_col: usize,
+    first: usize,
     pos: usize,
     scale: f32,
 ) -> Vec<f64> {
     let head_dim = q.len();
     let row =
         |m: &[f32], j: usize| m[j * kv_dim + kv_col..][..head_dim].iter().map(|&x| f64::from(x)).collect::<Vec<_>>();
-    let scores: Vec<f64> = (0..=pos)
+    let scores: Vec<f64> = (first..=pos)
         .map(|j| f64::from(scale) * row(k, j).iter().zip(q).map(|(a, &b)| a * f64::from(b)).sum::<f64>())
         .collect();
     let max = scores.iter().cloned().fold(f64::NEG_INFINITY, f64::max);
@@ -80,7 +87,7 @@ pub fn attention_head(
     let total: f64 = weights.iter().sum();
     let mut out = vec![0.0; head_dim];
     for (j, w) in weights.iter().enumerate() {
-        for (o, vj) in out.iter_mut().zip(row(v, j)) {
+        for (o, vj) in out.iter_mut().zip(row(v, first + j)) {
             *o += w / total * vj;
         }
     }

@@ -76,8 +76,8 @@ macro_rules! registry {
                 }
             }
 
-            /// The entry points this module defines.
-            pub fn entries(self) -> &'static [&'static str] {
+            /// The entry points the registry declares for this module.
+            fn declared(self) -> &'static [&'static str] {
                 match self {
                     $(Module::$unit => &[$($name),*],)*
                     $(Module::$family(_) => &[$($fname),*],)*
@@ -125,6 +125,14 @@ registry! {
 }
 
 impl Module {
+    /// The entry points this module defines: the declared ones, less the tensor-core GEMM of float
+    /// formats (matmul_mma.cu compiles only for quantized weights; floats take matmul_tile).
+    pub fn entries(self) -> Vec<&'static str> {
+        let float_matmul = matches!(self, Module::Matmul(f) if !f.is_quantized());
+        let mma = [entry::MATMUL_MMA_PREP, entry::MATMUL_MMA];
+        self.declared().iter().copied().filter(|e| !(float_matmul && mma.contains(e))).collect()
+    }
+
     /// A readable name for logs: the body's stem, with the format for per-format modules.
     pub fn name(self) -> String {
         match self {
