@@ -207,10 +207,10 @@ impl Config {
         self.n_heads * self.head_dim
     }
 
-    /// The longest window of any layer, `None` when some layer attends globally: how many of a
-    /// sequence's latest positions the cache must keep.
-    pub fn max_window(&self) -> Option<usize> {
-        self.layers.iter().try_fold(0, |max, l| l.window.map(|w| max.max(w)))
+    /// The longest window of the first `depth` layers, `None` when one of them attends
+    /// globally: how many of a sequence's latest positions a cache of those layers must keep.
+    pub fn max_window(&self, depth: usize) -> Option<usize> {
+        self.layers.iter().take(depth).try_fold(0, |max, l| l.window.map(|w| max.max(w)))
     }
 }
 
