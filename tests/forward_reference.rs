@@ -6,7 +6,7 @@
 
 mod common;
 
-use common::tiny::{TinySpec, tiny_gguf};
+use common::tiny::{TinySpec, tiny_gguf, tiny_rope_freqs};
 use ultra::Cpu;
 use ultra::gguf::Gguf;
 use ultra::kv_cache::CacheLayout;
@@ -30,12 +30,13 @@ fn rms_norm(x: &[f64], g: &[f64]) -> Vec<f64> {
     x.iter().zip(g).map(|(v, g)| v * s * g).collect()
 }
 
-/// Rotates each head of `x` by position `pos` with RoPE base `base`: pairs (2i, 2i+1) for
-/// llama, (i, i + hd/2) (NeoX) for the others.
-fn rope(x: &mut [f64], hd: usize, pos: usize, base: f64, neox: bool) {
+/// Rotates each head of `x` by position `pos` with RoPE base `base` and per-pair frequency
+/// factors `ff` (Llama 3's rope_freqs; all 1 without): pairs (2i, 2i+1) for llama, (i, i + hd/2)
+/// (NeoX) for the others.
+fn rope(x: &mut [f64], hd: usize, pos: usize, base: f64, ff: &[f64], neox: bool) {
     for head in x.chunks_mut(hd) {
         for i in 0..hd / 2 {
-            let theta = pos as f64 * base.powf(-2.0 * i as f64 / hd as f64);
+            let theta = pos as f64 * base.powf(-2.0 * i as f64 / hd as f64) / ff[i];
             let (a, b) = if neox { (i, i + hd / 2) } else { (2 * i, 2 * i + 1) };
             let (x0, x1) = (head[a], head[b]);
             head[a] = x0 * theta.cos() - x1 * theta.sin();
@@ -68,6 +69,10 @@ fn reference_logits(g: &Gguf, spec: &TinySpec, tokens: &[u32]) -> Vec<Vec<f64>> 
         spec.arch == "gemma3",
     );
     let group = spec.n_heads / spec.n_kv_heads;
+    let ff: Vec<f64> = match spec.rope_freqs {
+        true => tiny_rope_freqs(hd).iter().map(|&v| f64::from(v)).collect(),
+        false => vec![1.0; hd / 2],
+    };
     let embed = tensor(g, "token_embd.weight");
     let embed_scale = if gemma { (spec.d_model as f64).sqrt() } else { 1.0 };
     let mut xs: Vec<Vec<f64>> =
@@ -91,8 +96,8 @@ fn reference_logits(g: &Gguf, spec: &TinySpec, tokens: &[u32]) -> Vec<Vec<f64>> 
                 q = head_norm(&q, &w("attn_q_norm")[0]);
                 k = head_norm(&k, &w("attn_k_norm")[0]);
             }
-            rope(&mut q, hd, pos, base, neox);
-            rope(&mut k, hd, pos, base, neox);
+            rope(&mut q, hd, pos, base, &ff, neox);
+            rope(&mut k, hd, pos, base, &ff, neox);
             qs.push(q);
             ks.push(k);
             vs.push(add(matvec(&wv, &h), &bv));
@@ -144,10 +149,12 @@ fn reference_logits(g: &Gguf, spec: &TinySpec, tokens: &[u32]) -> Vec<Vec<f64>> 
 #[test]
 fn the_forward_pass_matches_a_float64_transformer_for_every_architecture() {
     let tokens = [1u32, 7, 3, 15, 0, 9, 9, 4, 12, 2, 5];
-    for arch in ["llama", "qwen2", "qwen3", "gemma3"] {
+    // (arch, with Llama 3's rope_freqs)
+    for (arch, rope_freqs) in [("llama", false), ("llama", true), ("qwen2", false), ("qwen3", false), ("gemma3", false)]
+    {
         // gemma3: 7 layers (0-4 and 6 local, 5 global), a window of 4 keys over 11 tokens.
         let n_layers = if arch == "gemma3" { 7 } else { 2 };
-        let spec = TinySpec { arch, n_layers, n_heads: 4, n_kv_heads: 2, window: 4, ..TinySpec::default() };
+        let spec = TinySpec { arch, n_layers, n_heads: 4, n_kv_heads: 2, window: 4, rope_freqs, ..TinySpec::default() };
         let g = tiny_gguf(&spec);
         let expected = reference_logits(&g, &spec, &tokens);
         let mut runner = Runner::load(Cpu::new(), &g, CacheLayout::plain(1, 64), 64).unwrap();
@@ -160,6 +167,6 @@ fn the_forward_pass_matches_a_float64_transformer_for_every_architecture() {
             }
         }
         // f32 arithmetic over two small layers: errors of order 1e-6 of logits of order 1.
-        assert!(worst < 1e-4, "{arch}: max |Δ| {worst} vs the f64 transformer");
+        assert!(worst < 1e-4, "{arch} (rope_freqs {rope_freqs}): max |Δ| {worst} vs the f64 transformer");
     }
 }

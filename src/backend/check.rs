@@ -108,8 +108,15 @@ pub fn add_rms_norm<B: Backend>(x: &Tensor<B>, y: &Tensor<B>, gain: &Tensor<B>, 
     shape("add_rms_norm", dst, x.rows, x.cols)
 }
 
-/// rope and rms_norm_rope (`op`): rows of whole heads, an even `n_rot` within the head.
-pub fn rope<B: Backend>(op: &'static str, x: &Tensor<B>, pos: &Tensor<B>, rope: &Rope) -> Result<()> {
+/// rope and rms_norm_rope (`op`): rows of whole heads, an even `n_rot` within the head, and
+/// frequency factors (if any) f32 `[1, n_rot / 2]`.
+pub fn rope<B: Backend>(
+    op: &'static str,
+    x: &Tensor<B>,
+    pos: &Tensor<B>,
+    rope: &Rope,
+    factors: Option<&Tensor<B>>,
+) -> Result<()> {
     dtype(op, "x", x, DType::F32)?;
     dtype(op, "pos", pos, DType::U32)?;
     shape(op, pos, x.rows, 1)?;
@@ -120,11 +127,21 @@ pub fn rope<B: Backend>(op: &'static str, x: &Tensor<B>, pos: &Tensor<B>, rope: 
             x.cols
         )));
     }
+    if let Some(f) = factors {
+        dtype(op, "factors", f, DType::F32)?;
+        shape(op, f, 1, n_rot / 2)?;
+    }
     Ok(())
 }
 
-pub fn rms_norm_rope<B: Backend>(x: &Tensor<B>, gain: &Tensor<B>, pos: &Tensor<B>, r: &Rope) -> Result<()> {
-    rope("rms_norm_rope", x, pos, r)?;
+pub fn rms_norm_rope<B: Backend>(
+    x: &Tensor<B>,
+    gain: &Tensor<B>,
+    pos: &Tensor<B>,
+    r: &Rope,
+    factors: Option<&Tensor<B>>,
+) -> Result<()> {
+    rope("rms_norm_rope", x, pos, r, factors)?;
     dtype("rms_norm_rope", "gain", gain, DType::F32)?;
     shape("rms_norm_rope", gain, 1, r.head_dim)
 }

@@ -218,8 +218,11 @@ pub trait Backend: Send + Sync + Sized + 'static {
     }
 
     // ---- rope -----------------------------------------------------------------------------
-    /// Rotates every head of x[t, :] = [n_heads · head_dim] in place by position pos[t].
-    fn rope(&self, x: &mut Tensor<Self>, pos: &Tensor<Self>, rope: &Rope) -> Result<()>;
+    /// Rotates every head of x[t, :] = [n_heads · head_dim] in place by position pos[t]. With
+    /// `factors` [1, n_rot / 2], pair i's frequency is divided by factors[i] (Llama 3's
+    /// `rope_freqs`: ggml's freq_factors).
+    fn rope(&self, x: &mut Tensor<Self>, pos: &Tensor<Self>, rope: &Rope, factors: Option<&Tensor<Self>>)
+    -> Result<()>;
     /// Per-head RMSNorm with gain [1, head_dim], then RoPE, in place (models with q/k norms).
     fn rms_norm_rope(
         &self,
@@ -228,6 +231,7 @@ pub trait Backend: Send + Sync + Sized + 'static {
         eps: f32,
         pos: &Tensor<Self>,
         rope: &Rope,
+        factors: Option<&Tensor<Self>>,
     ) -> Result<()>;
 
     // ---- elementwise ----------------------------------------------------------------------

@@ -29,6 +29,7 @@ impl<B: Backend> Llama<B> {
         let c = &self.config;
         let w = &self.weights;
         let eps = c.norm_eps;
+        let ff = w.rope_freqs.as_ref(); // Llama 3's per-pair RoPE frequency factors, if any
         be.embed(&w.embed, &a.ids, c.embed_scale, &mut a.x)?; // x: [n_tokens, d_model]
         // Only as many layers as the cache holds (a shallow cache is a self-speculation draft).
         let layers = &w.layers[..w.layers.len().min(cache.layers.len())];
@@ -54,12 +55,12 @@ impl<B: Backend> Llama<B> {
             }
             match (&layer.q_norm, &layer.k_norm) {
                 (Some(q_norm), Some(k_norm)) => {
-                    be.rms_norm_rope(&mut a.q, q_norm, eps, &a.batch.pos, &at.rope)?; // per head
-                    be.rms_norm_rope(&mut a.k, k_norm, eps, &a.batch.pos, &at.rope)?;
+                    be.rms_norm_rope(&mut a.q, q_norm, eps, &a.batch.pos, &at.rope, ff)?; // per head
+                    be.rms_norm_rope(&mut a.k, k_norm, eps, &a.batch.pos, &at.rope, ff)?;
                 }
                 _ => {
-                    be.rope(&mut a.q, &a.batch.pos, &at.rope)?;
-                    be.rope(&mut a.k, &a.batch.pos, &at.rope)?;
+                    be.rope(&mut a.q, &a.batch.pos, &at.rope, ff)?;
+                    be.rope(&mut a.k, &a.batch.pos, &at.rope, ff)?;
                 }
             }
             be.kv_write(&a.k, &a.v, &a.batch.slot, kv)?; // cache[slot[t]] = k[t], v[t]

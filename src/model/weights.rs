@@ -31,6 +31,8 @@ pub struct Weights<B: Backend> {
     pub embed: Weight<B>, // [vocab, d_model]
     pub layers: Vec<LayerWeights<B>>,
     pub output_norm: Tensor<B>, // [1, d_model]
+    /// RoPE frequency factors (Llama 3's `rope_freqs`, from its rope scaling), if the file has them.
+    pub rope_freqs: Option<Tensor<B>>, // [1, n_rot / 2]
     /// `None` when the output projection is tied to `embed` (no copy is made).
     pub lm_head: Option<Weight<B>>, // [vocab, d_model]
 }
@@ -136,6 +138,7 @@ impl<B: Backend> Weights<B> {
             embed: l.weight(&gguf_name(None, "token_embd"), cfg.vocab_size, d)?,
             layers,
             output_norm: l.vector(&gguf_name(None, "output_norm"), d)?,
+            rope_freqs: l.optional_vector(&gguf_name(None, "rope_freqs"), cfg.rope.n_rot / 2)?,
             lm_head: match gguf.tensor(&lm_head_name) {
                 Some(_) => Some(l.weight(&lm_head_name, cfg.vocab_size, d)?),
                 None => None,

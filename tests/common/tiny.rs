@@ -24,6 +24,13 @@ pub struct TinySpec {
     pub arch: &'static str,
     /// gemma3's `attention.sliding_window`.
     pub window: usize,
+    /// Writes `rope_freqs.weight` (Llama 3's per-pair frequency factors, 1 to 8).
+    pub rope_freqs: bool,
+}
+
+/// The tiny model's `rope_freqs` for head size `hd`: 1 for the fastest pair, 8 for the slowest.
+pub fn tiny_rope_freqs(hd: usize) -> Vec<f32> {
+    (0..hd / 2).map(|i| 1.0 + 7.0 * i as f32 / (hd / 2 - 1).max(1) as f32).collect()
 }
 
 impl Default for TinySpec {
@@ -40,6 +47,7 @@ impl Default for TinySpec {
             logit_scale: 1.0,
             arch: "llama",
             window: 4,
+            rope_freqs: false,
         }
     }
 }
@@ -117,6 +125,10 @@ pub fn tiny_gguf(spec: &TinySpec) -> Gguf {
         w.tensor(&n("ffn_down"), Format::F32, d, ff, matrix(&mut rng, d, ff, 1.0 / (ff as f32).sqrt()));
     }
     w.tensor("output_norm.weight", Format::F32, 1, d, norm(&mut rng, d));
+    if spec.rope_freqs {
+        let ff: Vec<u8> = tiny_rope_freqs(hd).iter().flat_map(|v| v.to_le_bytes()).collect();
+        w.tensor("rope_freqs.weight", Format::F32, 1, hd / 2, ff);
+    }
     if !gemma {
         w.tensor("output.weight", Format::F32, spec.vocab, d, matrix(&mut rng, spec.vocab, d, spec.logit_scale));
     }

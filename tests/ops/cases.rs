@@ -90,16 +90,19 @@ pub enum Op {
         d: usize,
         eps: f32,
     },
+    /// `factors`: with per-pair frequency factors (Llama 3's rope_freqs).
     Rope {
         n_tokens: usize,
         n_heads: usize,
         rope: Rope,
+        factors: bool,
     },
     RmsNormRope {
         n_tokens: usize,
         n_heads: usize,
         eps: f32,
         rope: Rope,
+        factors: bool,
     },
     SiluMul {
         rows: usize,
@@ -187,12 +190,14 @@ impl fmt::Display for Op {
                 write!(f, "embed(format={},vocab={vocab},d={d},n_tokens={n_tokens},scale={scale})", format.name())
             }
             Op::RmsNorm { rows, d, eps } => write!(f, "rms_norm(rows={rows},d={d},eps={eps:e})"),
-            Op::Rope { n_tokens, n_heads, rope } => {
-                write!(f, "rope(n_tokens={n_tokens},n_heads={n_heads},{})", rope_params(rope))
+            Op::Rope { n_tokens, n_heads, rope, factors } => {
+                write!(f, "rope(n_tokens={n_tokens},n_heads={n_heads},{},factors={factors})", rope_params(rope))
             }
-            Op::RmsNormRope { n_tokens, n_heads, eps, rope } => {
-                write!(f, "rms_norm_rope(n_tokens={n_tokens},n_heads={n_heads},eps={eps:e},{})", rope_params(rope))
-            }
+            Op::RmsNormRope { n_tokens, n_heads, eps, rope, factors } => write!(
+                f,
+                "rms_norm_rope(n_tokens={n_tokens},n_heads={n_heads},eps={eps:e},{},factors={factors})",
+                rope_params(rope)
+            ),
             Op::SiluMul { rows, d } => write!(f, "silu_mul(rows={rows},d={d})"),
             Op::GeluMul { rows, d } => write!(f, "gelu_mul(rows={rows},d={d})"),
             Op::AddAssign { rows, d } => write!(f, "add_assign(rows={rows},d={d})"),
@@ -346,9 +351,12 @@ pub fn all() -> Vec<Case> {
             (3, 3, rope(style, 64, 32, 1e6, 0.25)),
             (33, 2, rope(style, 128, 96, 500000.0, 1.0)),
         ] {
-            cases.push(case(Op::Rope { n_tokens, n_heads, rope: r }, Tolerance::Nmse(1e-8), why_rope));
-            let op = Op::RmsNormRope { n_tokens, n_heads, eps: 1e-6, rope: r };
-            cases.push(case(op, Tolerance::Nmse(1e-8), why_rope));
+            // Frequency factors as Llama 3's scaling makes them (1 for fast pairs up to 8 for slow).
+            for factors in [false, true] {
+                cases.push(case(Op::Rope { n_tokens, n_heads, rope: r, factors }, Tolerance::Nmse(1e-8), why_rope));
+                let op = Op::RmsNormRope { n_tokens, n_heads, eps: 1e-6, rope: r, factors };
+                cases.push(case(op, Tolerance::Nmse(1e-8), why_rope));
+            }
         }
     }
     let why_silu = "one expf and two roundings per element";

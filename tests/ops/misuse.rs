@@ -118,18 +118,28 @@ pub fn check<B: Backend>(b: &B) -> Vec<String> {
     expect(
         "rope with an odd n_rot",
         &invalid("rope: head_dim 8 with n_rot 3 (even, ≤ head_dim) does not fit rows of 8"),
-        b.rope(&mut f32s(1, 8), &u32s(1, 1, &[0]), &odd),
+        b.rope(&mut f32s(1, 8), &u32s(1, 1, &[0]), &odd, None),
     );
     let rope = Rope { n_rot: 8, ..odd };
     expect(
         "rope with rows not whole heads",
         &invalid("rope: head_dim 8 with n_rot 8 (even, ≤ head_dim) does not fit rows of 12"),
-        b.rope(&mut f32s(1, 12), &u32s(1, 1, &[0]), &rope),
+        b.rope(&mut f32s(1, 12), &u32s(1, 1, &[0]), &rope, None),
     );
     expect(
         "rms_norm_rope with f32 positions",
         &invalid("rms_norm_rope: pos must be U32, got F32"),
-        b.rms_norm_rope(&mut f32s(1, 8), &f32s(1, 8), 1e-5, &f32s(1, 1), &rope),
+        b.rms_norm_rope(&mut f32s(1, 8), &f32s(1, 8), 1e-5, &f32s(1, 1), &rope, None),
+    );
+    expect(
+        "rope with frequency factors of the wrong length",
+        &shape("rope", [1, 4], [1, 8]),
+        b.rope(&mut f32s(1, 8), &u32s(1, 1, &[0]), &rope, Some(&f32s(1, 8))),
+    );
+    expect(
+        "rms_norm_rope with u32 frequency factors",
+        &invalid("rms_norm_rope: factors must be F32, got U32"),
+        b.rms_norm_rope(&mut f32s(1, 8), &f32s(1, 8), 1e-5, &u32s(1, 1, &[0]), &rope, Some(&u32s(1, 4, &[1; 4]))),
     );
     expect(
         "argmax with dst of the wrong shape",

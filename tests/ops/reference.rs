@@ -26,15 +26,16 @@ pub fn rms_norm(x: &[f64], gain: &[f32], eps: f32, d: usize) -> Vec<f64> {
         .collect()
 }
 
-/// Rotates each head of each row by its position: pair i turns by pos · freq_scale · theta^(-2i / n_rot).
-pub fn rope(x: &[f64], pos: &[u32], r: &Rope) -> Vec<f64> {
+/// Rotates each head of each row by its position: pair i turns by
+/// pos · freq_scale · theta^(-2i / n_rot) / factors[i].
+pub fn rope(x: &[f64], pos: &[u32], r: &Rope, factors: &[f32]) -> Vec<f64> {
     let cols = x.len() / pos.len().max(1);
     let mut y = x.to_vec();
     for (row, &p) in y.chunks_mut(cols.max(1)).zip(pos) {
         for head in row.chunks_mut(r.head_dim) {
             for i in 0..r.n_rot / 2 {
-                let angle =
-                    f64::from(p) * f64::from(r.freq_scale) * f64::from(r.theta).powf(-2.0 * i as f64 / r.n_rot as f64);
+                let freq = f64::from(r.theta).powf(-2.0 * i as f64 / r.n_rot as f64) / f64::from(factors[i]);
+                let angle = f64::from(p) * f64::from(r.freq_scale) * freq;
                 let (a, b) = match r.style {
                     RopeStyle::Normal => (2 * i, 2 * i + 1),
                     RopeStyle::Neox => (i, i + r.n_rot / 2),

@@ -54,20 +54,28 @@ pub fn run<B: Backend>(b: &B, op: &Op, rng: &mut Rng) -> Outcome {
             b.rms_norm(&x, &gain, eps, &mut dst)?;
             Ok((expected, widen(&read_f32(b, &dst)?)))
         }
-        Op::Rope { n_tokens, n_heads, rope } | Op::RmsNormRope { n_tokens, n_heads, rope, .. } => {
+        Op::Rope { n_tokens, n_heads, rope, factors } | Op::RmsNormRope { n_tokens, n_heads, rope, factors, .. } => {
             let cols = n_heads * rope.head_dim;
             let x_host = rng.fill(n_tokens * cols, -10.0, 10.0);
             let gain_host = rng.fill(rope.head_dim, 0.5, 1.5);
             let mut pos_host: Vec<u32> = (0..n_tokens).map(|_| rng.below(5000) as u32).collect();
             pos_host[0] = 0;
+            // Llama 3's shape: 1 for the fast pairs, 8 for the slow ones, a smooth ramp between.
+            let half = rope.n_rot / 2;
+            let ff_host: Vec<f32> = (0..half)
+                .map(|i| 1.0 + 7.0 * (i as f32 / half as f32).powi(2) + 0.1 * rng.fill(1, 0.0, 1.0)[0])
+                .collect();
+            let ff = if factors { Some(f32_tensor(b, 1, half, &ff_host)?) } else { None };
+            let ff_ref = if factors { ff_host.clone() } else { vec![1.0; half] };
             let (mut x, pos) = (f32_tensor(b, n_tokens, cols, &x_host)?, u32_tensor(b, n_tokens, 1, &pos_host)?);
             let expected = if let Op::RmsNormRope { eps, .. } = *op {
-                b.rms_norm_rope(&mut x, &f32_tensor(b, 1, rope.head_dim, &gain_host)?, eps, &pos, &rope)?;
+                let gain = f32_tensor(b, 1, rope.head_dim, &gain_host)?;
+                b.rms_norm_rope(&mut x, &gain, eps, &pos, &rope, ff.as_ref())?;
                 let normed = reference::rms_norm(&widen(&x_host), &gain_host, eps, rope.head_dim);
-                reference::rope(&normed, &pos_host, &rope)
+                reference::rope(&normed, &pos_host, &rope, &ff_ref)
             } else {
-                b.rope(&mut x, &pos, &rope)?;
-                reference::rope(&widen(&x_host), &pos_host, &rope)
+                b.rope(&mut x, &pos, &rope, ff.as_ref())?;
+                reference::rope(&widen(&x_host), &pos_host, &rope, &ff_ref)
             };
             Ok((expected, widen(&read_f32(b, &x)?)))
         }

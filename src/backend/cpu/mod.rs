@@ -60,9 +60,11 @@ impl Backend for Cpu {
         norm::rms_norm(x, gain, eps, dst)
     }
 
-    fn rope(&self, x: &mut Tensor<Cpu>, pos: &Tensor<Cpu>, rope: &Rope) -> Result<()> { rope::rope(x, pos, rope) }
-    fn rms_norm_rope(&self, x: &mut Tensor<Cpu>, gain: &Tensor<Cpu>, eps: f32, pos: &Tensor<Cpu>, rope: &Rope) -> Result<()> {
-        rope::rms_norm_rope(x, gain, eps, pos, rope)
+    fn rope(&self, x: &mut Tensor<Cpu>, pos: &Tensor<Cpu>, rope: &Rope, factors: Option<&Tensor<Cpu>>) -> Result<()> {
+        rope::rope(x, pos, rope, factors)
+    }
+    fn rms_norm_rope(&self, x: &mut Tensor<Cpu>, gain: &Tensor<Cpu>, eps: f32, pos: &Tensor<Cpu>, rope: &Rope, factors: Option<&Tensor<Cpu>>) -> Result<()> {
+        rope::rms_norm_rope(x, gain, eps, pos, rope, factors)
     }
 
     fn silu_mul(&self, gate: &Tensor<Cpu>, up: &Tensor<Cpu>, dst: &mut Tensor<Cpu>) -> Result<()> {

@@ -93,8 +93,14 @@ impl Backend for Cuda {
     ) -> Result<()> {
         self.op(|| ("add_rms_norm".into(), 0), || norm::add_rms_norm(self, x, y, gain, eps, dst))
     }
-    fn rope(&self, x: &mut Tensor<Self>, pos: &Tensor<Self>, rope: &Rope) -> Result<()> {
-        self.op(|| ("rope".into(), 0), || rope::rope(self, x, pos, rope))
+    fn rope(
+        &self,
+        x: &mut Tensor<Self>,
+        pos: &Tensor<Self>,
+        rope: &Rope,
+        factors: Option<&Tensor<Self>>,
+    ) -> Result<()> {
+        self.op(|| ("rope".into(), 0), || rope::rope(self, x, pos, rope, factors))
     }
     fn rms_norm_rope(
         &self,
@@ -103,8 +109,9 @@ impl Backend for Cuda {
         eps: f32,
         pos: &Tensor<Self>,
         rope: &Rope,
+        factors: Option<&Tensor<Self>>,
     ) -> Result<()> {
-        self.op(|| ("rms_norm_rope".into(), 0), || rope::rms_norm_rope(self, x, gain, eps, pos, rope))
+        self.op(|| ("rms_norm_rope".into(), 0), || rope::rms_norm_rope(self, x, gain, eps, pos, rope, factors))
     }
     fn silu_mul(&self, gate: &Tensor<Self>, up: &Tensor<Self>, dst: &mut Tensor<Self>) -> Result<()> {
         self.op(|| ("silu_mul".into(), 0), || elementwise::silu_mul(self, gate, up, dst))

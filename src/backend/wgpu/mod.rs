@@ -138,8 +138,14 @@ impl Backend for Wgpu {
     fn rms_norm(&self, x: &Tensor<Self>, gain: &Tensor<Self>, eps: f32, dst: &mut Tensor<Self>) -> Result<()> {
         norm::rms_norm(self, x, gain, eps, dst)
     }
-    fn rope(&self, x: &mut Tensor<Self>, pos: &Tensor<Self>, rope: &Rope) -> Result<()> {
-        rope::rope(self, x, pos, rope)
+    fn rope(
+        &self,
+        x: &mut Tensor<Self>,
+        pos: &Tensor<Self>,
+        rope: &Rope,
+        factors: Option<&Tensor<Self>>,
+    ) -> Result<()> {
+        rope::rope(self, x, pos, rope, factors)
     }
     fn rms_norm_rope(
         &self,
@@ -148,8 +154,9 @@ impl Backend for Wgpu {
         eps: f32,
         pos: &Tensor<Self>,
         rope: &Rope,
+        factors: Option<&Tensor<Self>>,
     ) -> Result<()> {
-        rope::rms_norm_rope(self, x, gain, eps, pos, rope)
+        rope::rms_norm_rope(self, x, gain, eps, pos, rope, factors)
     }
     fn silu_mul(&self, gate: &Tensor<Self>, up: &Tensor<Self>, dst: &mut Tensor<Self>) -> Result<()> {
         elementwise::silu_mul(self, gate, up, dst)
