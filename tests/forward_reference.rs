@@ -35,8 +35,8 @@ fn rms_norm(x: &[f64], g: &[f64]) -> Vec<f64> {
 /// (NeoX) for the others.
 fn rope(x: &mut [f64], hd: usize, pos: usize, base: f64, ff: &[f64], neox: bool) {
     for head in x.chunks_mut(hd) {
-        for i in 0..hd / 2 {
-            let theta = pos as f64 * base.powf(-2.0 * i as f64 / hd as f64) / ff[i];
+        for (i, f) in ff.iter().enumerate().take(hd / 2) {
+            let theta = pos as f64 * base.powf(-2.0 * i as f64 / hd as f64) / f;
             let (a, b) = if neox { (i, i + hd / 2) } else { (2 * i, 2 * i + 1) };
             let (x0, x1) = (head[a], head[b]);
             head[a] = x0 * theta.cos() - x1 * theta.sin();

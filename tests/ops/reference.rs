@@ -33,8 +33,8 @@ pub fn rope(x: &[f64], pos: &[u32], r: &Rope, factors: &[f32]) -> Vec<f64> {
     let mut y = x.to_vec();
     for (row, &p) in y.chunks_mut(cols.max(1)).zip(pos) {
         for head in row.chunks_mut(r.head_dim) {
-            for i in 0..r.n_rot / 2 {
-                let freq = f64::from(r.theta).powf(-2.0 * i as f64 / r.n_rot as f64) / f64::from(factors[i]);
+            for (i, &ff) in factors.iter().enumerate().take(r.n_rot / 2) {
+                let freq = f64::from(r.theta).powf(-2.0 * i as f64 / r.n_rot as f64) / f64::from(ff);
                 let angle = f64::from(p) * f64::from(r.freq_scale) * freq;
                 let (a, b) = match r.style {
                     RopeStyle::Normal => (2 * i, 2 * i + 1),
@@ -65,7 +65,7 @@ pub fn add(x: &[f32], y: &[f32]) -> Vec<f64> {
 }
 
 /// Causal attention for one query head over one sequence's keys and values, laid out
-/// contiguously: softmax_j(scale · q · k_j) for first ≤ j ≤ pos, then Σ_j p_j · v_j.
+/// contiguously: softmax_j(scale · q · k_j) for j in `keys` (first ..= pos), then Σ_j p_j · v_j.
 /// q: [head_dim]; k, v: [seq_len, kv_dim]; the head reads columns kv_col..kv_col + head_dim.
 pub fn attention_head(
     q: &[f32],
@@ -73,16 +73,15 @@ pub fn attention_head(
     v: &[f32],
     kv_dim: usize,
     kv_col: usize,
-    first: usize,
-    pos: usize,
+    keys: std::ops::RangeInclusive<usize>,
     scale: f32,
 ) -> Vec<f64> {
+    let first = *keys.start();
     let head_dim = q.len();
     let row =
         |m: &[f32], j: usize| m[j * kv_dim + kv_col..][..head_dim].iter().map(|&x| f64::from(x)).collect::<Vec<_>>();
-    let scores: Vec<f64> = (first..=pos)
-        .map(|j| f64::from(scale) * row(k, j).iter().zip(q).map(|(a, &b)| a * f64::from(b)).sum::<f64>())
-        .collect();
+    let scores: Vec<f64> =
+        keys.map(|j| f64::from(scale) * row(k, j).iter().zip(q).map(|(a, &b)| a * f64::from(b)).sum::<f64>()).collect();
     let max = scores.iter().cloned().fold(f64::NEG_INFINITY, f64::max);
     let weights: Vec<f64> = scores.iter().map(|s| (s - max).exp()).collect();
     let total: f64 = weights.iter().sum();

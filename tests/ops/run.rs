@@ -306,8 +306,7 @@ impl PagedAttention {
                     &self.v_seqs[s],
                     kv_dim,
                     kv_col,
-                    a.window.map_or(0, |w| (p + 1).saturating_sub(w)), // keys p - w < j ≤ p
-                    p,
+                    a.window.map_or(0, |w| (p + 1).saturating_sub(w))..=p, // keys p - w < j ≤ p
                     self.shape().scale,
                 ));
             }
