@@ -10,6 +10,7 @@ pub mod gguf;
 pub mod kv_cache;
 pub mod model;
 pub mod quant;
+pub mod server;
 pub mod tokenizer;
 
 pub use backend::Backend;

@@ -35,6 +35,8 @@ enum Command {
     Synth(SynthArgs),
     /// Prefill and decode speed: median, min and max of several runs.
     Bench(BenchArgs),
+    /// An OpenAI-compatible HTTP server on the continuous-batching scheduler.
+    Serve(cli::serve::ServeArgs),
 }
 
 fn main() -> ExitCode {
@@ -51,6 +53,7 @@ fn main() -> ExitCode {
         Command::Models(args) => cli::models::run(args),
         Command::Synth(args) => cli::synth::run(args),
         Command::Bench(args) => cli::bench::run(args),
+        Command::Serve(args) => cli::serve::run(args),
     };
     match result {
         Ok(()) => ExitCode::SUCCESS,

@@ -12,7 +12,11 @@
 use std::path::PathBuf;
 
 use serde_json::Value as Json;
-use ultra::quant::kquant::{self, KQuant, QK_K};
+use ultra::Format;
+use ultra::quant::kquant::{self, QK_K};
+use ultra::quant::{dequantize_row, quantize_row_into};
+
+const KQUANTS: [Format; 5] = [Format::Q2_K, Format::Q3_K, Format::Q4_K, Format::Q5_K, Format::Q6_K];
 
 /// `$ULTRA_REFS`, else tests/data.
 fn refs_root() -> PathBuf {
@@ -50,23 +54,24 @@ impl Rng {
     }
 }
 
-fn quantize(format: KQuant, x: &[f32]) -> Vec<u8> {
+fn quantize(format: Format, x: &[f32]) -> Vec<u8> {
     let mut q = vec![0u8; x.len() / QK_K * format.block_bytes()];
-    format.quantize_row(x, &mut q);
+    quantize_row_into(format, x, &mut q);
     q
 }
 
-fn dequantize(format: KQuant, q: &[u8]) -> Vec<f32> {
+fn dequantize(format: Format, q: &[u8]) -> Vec<f32> {
     let mut y = vec![0f32; q.len() / format.block_bytes() * QK_K];
-    format.dequantize_row(q, &mut y);
+    dequantize_row(format, q, &mut y);
     y
 }
 
 #[test]
 fn geometry() {
-    let expect = [(KQuant::Q2K, 10, 84), (KQuant::Q3K, 11, 110), (KQuant::Q4K, 12, 144), (KQuant::Q5K, 13, 176)];
-    for (format, id, bytes) in expect.into_iter().chain([(KQuant::Q6K, 14, 210)]) {
+    let expect = [(Format::Q2_K, 10, 84), (Format::Q3_K, 11, 110), (Format::Q4_K, 12, 144), (Format::Q5_K, 13, 176)];
+    for (format, id, bytes) in expect.into_iter().chain([(Format::Q6_K, 14, 210)]) {
         assert_eq!((format.ggml_id(), format.block_bytes()), (id, bytes), "{format:?}");
+        assert!(format.is_kquant() && format.block_len() == QK_K, "{format:?}");
         assert_eq!(ultra::gguf::ggml_type_geometry(id), Some((QK_K as u64, bytes as u64)), "{format:?}");
         assert_eq!(ultra::quant::ggml_type_name(id), format.name());
     }
@@ -83,7 +88,7 @@ fn geometry() {
 #[test]
 fn dequantize_reproduces_golden_floats_exactly() {
     let golden = golden();
-    for format in KQuant::ALL {
+    for format in KQUANTS {
         let t = &golden["types"][format.name()];
         let (rows, cols) = (t["rows"].as_u64().unwrap() as usize, t["cols"].as_u64().unwrap() as usize);
         let hex = t["bytes_hex"].as_str().expect("bytes_hex");
@@ -100,8 +105,8 @@ fn dequantize_reproduces_golden_floats_exactly() {
         // The per-block entry point agrees with the row one.
         let mut out = [0f32; QK_K];
         match format {
-            KQuant::Q4K => kquant::dequantize_block_q4_k(bytes[..144].try_into().unwrap(), &mut out),
-            KQuant::Q6K => kquant::dequantize_block_q6_k(bytes[..210].try_into().unwrap(), &mut out),
+            Format::Q4_K => kquant::dequantize_block_q4_k(bytes[..144].try_into().unwrap(), &mut out),
+            Format::Q6_K => kquant::dequantize_block_q6_k(bytes[..210].try_into().unwrap(), &mut out),
             _ => out.copy_from_slice(&got[..QK_K]),
         }
         assert_eq!(out[..], got[..QK_K], "{format:?} block entry point");
@@ -125,7 +130,7 @@ fn quantize_reproduces_ggml_bytes() {
         .map(|b| f32::from_le_bytes([b[0], b[1], b[2], b[3]]))
         .collect();
     assert_eq!(source.len(), refs["blocks"].as_u64().unwrap() as usize * QK_K);
-    for format in KQuant::ALL {
+    for format in KQUANTS {
         let want = unhex(refs["types"][format.name()]["bytes_hex"].as_str().expect("bytes_hex"));
         let got = quantize(format, &source);
         assert_eq!(got.len(), want.len(), "{format:?} length");
@@ -165,14 +170,14 @@ fn scale_min_k4(s: &[u8], j: usize) -> (f32, f32) {
 }
 
 /// The sub-blocks of one block, parsed from ggml's layouts.
-fn subs(format: KQuant, b: &[u8]) -> Vec<Sub> {
+fn subs(format: Format, b: &[u8]) -> Vec<Sub> {
     let sub = |dl, ml, lo, hi, j: usize, n: usize| Sub { dl, ml, lo, hi, values: n * j..n * (j + 1) };
     match format {
-        KQuant::Q2K => {
+        Format::Q2_K => {
             let (d, dmin) = (f16_at(b, 80), f16_at(b, 82));
             (0..16).map(|j| sub(d * (b[j] & 15) as f32, dmin * (b[j] >> 4) as f32, 0, 3, j, 16)).collect()
         }
-        KQuant::Q3K => {
+        Format::Q3_K => {
             let (s, d) = (&b[96..108], f16_at(b, 108));
             let sc = |j: usize| {
                 let low = if j < 8 { s[j] & 15 } else { s[j - 8] >> 4 };
@@ -180,27 +185,28 @@ fn subs(format: KQuant, b: &[u8]) -> Vec<Sub> {
             };
             (0..16).map(|j| sub(d * sc(j), 0.0, -4, 3, j, 16)).collect()
         }
-        KQuant::Q4K | KQuant::Q5K => {
+        Format::Q4_K | Format::Q5_K => {
             let (d, dmin) = (f16_at(b, 0), f16_at(b, 2));
-            let hi = if format == KQuant::Q4K { 15 } else { 31 };
+            let hi = if format == Format::Q4_K { 15 } else { 31 };
             let sm = |j| scale_min_k4(&b[4..16], j);
             (0..8).map(|j| sub(d * sm(j).0, dmin * sm(j).1, 0, hi, j, 32)).collect()
         }
-        KQuant::Q6K => {
+        Format::Q6_K => {
             let d = f16_at(b, 208);
             (0..16).map(|j| sub(d * b[192 + j] as i8 as f32, 0.0, -32, 31, j, 16)).collect()
         }
+        other => unreachable!("{other:?} is not a k-quant"),
     }
 }
 
 /// The codes of the block's sub-block scales and mins, for the range checks:
 /// (scale codes, min codes, the code the largest scale must get).
-fn codes(format: KQuant, b: &[u8]) -> (Vec<i32>, Vec<i32>, i32) {
+fn codes(format: Format, b: &[u8]) -> (Vec<i32>, Vec<i32>, i32) {
     match format {
-        KQuant::Q2K => {
+        Format::Q2_K => {
             (b[..16].iter().map(|&c| (c & 15) as i32).collect(), b[..16].iter().map(|&c| (c >> 4) as i32).collect(), 15)
         }
-        KQuant::Q3K => {
+        Format::Q3_K => {
             let s = &b[96..108];
             let sc = (0..16).map(|j| {
                 let low = if j < 8 { s[j] & 15 } else { s[j - 8] >> 4 };
@@ -209,11 +215,12 @@ fn codes(format: KQuant, b: &[u8]) -> (Vec<i32>, Vec<i32>, i32) {
             // The largest-magnitude scale maps to -32: ggml's iscale is -32/max_scale.
             (sc.map(|c| -c).collect(), vec![], 32)
         }
-        KQuant::Q4K | KQuant::Q5K => {
+        Format::Q4_K | Format::Q5_K => {
             let sm: Vec<(f32, f32)> = (0..8).map(|j| scale_min_k4(&b[4..16], j)).collect();
             (sm.iter().map(|p| p.0 as i32).collect(), sm.iter().map(|p| p.1 as i32).collect(), 63)
         }
-        KQuant::Q6K => (b[192..208].iter().map(|&c| -(c as i8 as i32)).collect(), vec![], 128),
+        Format::Q6_K => (b[192..208].iter().map(|&c| -(c as i8 as i32)).collect(), vec![], 128),
+        other => unreachable!("{other:?} is not a k-quant"),
     }
 }
 
@@ -233,13 +240,14 @@ fn data(rng: &mut Rng, kind: usize, scale: f32) -> Vec<f32> {
 }
 
 /// Levels per value of each format (2^bits − 1 steps).
-fn steps(format: KQuant) -> f64 {
+fn steps(format: Format) -> f64 {
     match format {
-        KQuant::Q2K => 3.0,
-        KQuant::Q3K => 7.0,
-        KQuant::Q4K => 15.0,
-        KQuant::Q5K => 31.0,
-        KQuant::Q6K => 63.0,
+        Format::Q2_K => 3.0,
+        Format::Q3_K => 7.0,
+        Format::Q4_K => 15.0,
+        Format::Q5_K => 31.0,
+        Format::Q6_K => 63.0,
+        other => unreachable!("{other:?} is not a k-quant"),
     }
 }
 
@@ -257,7 +265,7 @@ fn rms(a: &[f32], b: &[f32]) -> f64 {
 #[test]
 fn round_trip_error_is_bounded() {
     let mut rng = Rng(42);
-    for format in KQuant::ALL {
+    for format in KQUANTS {
         for (kind, factor) in [(0, 1.25), (1, 1.5), (2, 2.0)] {
             for scale in [1e-3f32, 0.02, 1.0, 300.0] {
                 let x = data(&mut rng, kind, scale);
@@ -286,7 +294,7 @@ fn round_trip_error_is_bounded() {
 #[test]
 fn every_value_gets_its_nearest_level() {
     let mut rng = Rng(7);
-    for format in KQuant::ALL {
+    for format in KQUANTS {
         for kind in 0..3 {
             for scale in [1e-3f32, 0.02, 1.0, 300.0] {
                 let x = data(&mut rng, kind, scale);
@@ -327,7 +335,7 @@ fn every_value_gets_its_nearest_level() {
 #[test]
 fn scale_codes_use_their_range() {
     let mut rng = Rng(9);
-    for format in KQuant::ALL {
+    for format in KQUANTS {
         for kind in 0..3 {
             let x = data(&mut rng, kind, 0.02);
             let q = quantize(format, &x);
@@ -335,11 +343,11 @@ fn scale_codes_use_their_range() {
                 let (scales, mins, top) = codes(format, block);
                 assert_eq!(scales.iter().max(), Some(&top), "{format:?} kind {kind} block {b}: scale codes {scales:?}");
                 let dmin = match format {
-                    KQuant::Q2K => f16_at(block, 82),
-                    KQuant::Q4K | KQuant::Q5K => f16_at(block, 2),
+                    Format::Q2_K => f16_at(block, 82),
+                    Format::Q4_K | Format::Q5_K => f16_at(block, 2),
                     _ => continue,
                 };
-                let d = if format == KQuant::Q2K { f16_at(block, 80) } else { f16_at(block, 0) };
+                let d = if format == Format::Q2_K { f16_at(block, 80) } else { f16_at(block, 0) };
                 assert!(d > 0.0 && dmin >= 0.0, "{format:?} block {b}: d {d}, dmin {dmin}");
                 if dmin > 0.0 {
                     assert_eq!(mins.iter().max(), Some(&top), "{format:?} kind {kind} block {b}: min codes {mins:?}");
@@ -358,7 +366,7 @@ fn scale_codes_use_their_range() {
 #[test]
 fn requantizing_is_a_near_fixed_point() {
     let mut rng = Rng(11);
-    for format in KQuant::ALL {
+    for format in KQUANTS {
         let (mut exact, mut total) = (0, 0);
         for kind in 0..3 {
             for scale in [0.02f32, 1.0] {
@@ -382,7 +390,7 @@ fn requantizing_is_a_near_fixed_point() {
 
 #[test]
 fn zero_and_non_finite_input() {
-    for format in KQuant::ALL {
+    for format in KQUANTS {
         let q = quantize(format, &[0.0; QK_K]);
         assert!(dequantize(format, &q).iter().all(|&v| v == 0.0), "{format:?}: zeros");
         for bad in [f32::NAN, f32::INFINITY, f32::NEG_INFINITY, f32::MAX] {

@@ -5,7 +5,7 @@
 use std::path::{Path, PathBuf};
 
 use ultra::gguf::{Gguf, Value};
-use ultra::model::synth::{Preset, byte_to_unicode, synth_gguf, vocabulary};
+use ultra::model::synth::{Preset, WeightType, byte_to_unicode, synth_gguf, vocabulary};
 use ultra::quant::{Format, dequantize_row};
 
 /// A fresh directory under the system temp dir, removed on drop.
@@ -178,4 +178,124 @@ fn byte_tokens_are_gpt2s_bytes_to_unicode() {
     let (tokens, types) = vocabulary(300);
     let unique: std::collections::HashSet<_> = tokens.iter().collect();
     assert_eq!((unique.len(), types.len()), (300, 300));
+}
+
+/// `llama-quantize`'s per-tensor types (quant::kquant::mix states the rule and its source), on
+/// llama-1b (16 layers, 4 query heads per KV head, tied embeddings) and llama-8b (32, untied).
+#[test]
+fn k_quant_mixes_pick_types_as_llama_quantize() {
+    let types = |preset: &str, mix: &str| -> Vec<(String, Format)> {
+        let weights = WeightType::parse(mix).unwrap();
+        Preset::get(preset).unwrap().tensors(weights).into_iter().map(|t| (t.name, t.format)).collect()
+    };
+    let of = |list: &[(String, Format)], name: &str| list.iter().find(|(n, _)| n == name).unwrap().1;
+    let count = |list: &[(String, Format)], f: Format| list.iter().filter(|(_, g)| *g == f).count();
+    // use_more_bits(i, 16): i < 2, i >= 14, or (i - 2) % 3 == 2.
+    let more_bits_16 = [0, 1, 4, 7, 10, 13, 14, 15];
+    let q4km = types("llama-1b", "q4_k_m");
+    for i in 0..16 {
+        let want = if more_bits_16.contains(&i) { Format::Q6_K } else { Format::Q4_K };
+        assert_eq!(of(&q4km, &format!("blk.{i}.attn_v.weight")), want, "attn_v {i}");
+        assert_eq!(of(&q4km, &format!("blk.{i}.ffn_down.weight")), want, "ffn_down {i}");
+        for other in ["attn_q", "attn_k", "attn_output", "ffn_gate", "ffn_up"] {
+            assert_eq!(of(&q4km, &format!("blk.{i}.{other}.weight")), Format::Q4_K, "{other} {i}");
+        }
+        assert_eq!(of(&q4km, &format!("blk.{i}.attn_norm.weight")), Format::F32);
+    }
+    assert_eq!(of(&q4km, "token_embd.weight"), Format::Q6_K, "tied: token_embd is the output");
+    assert_eq!((count(&q4km, Format::Q4_K), count(&q4km, Format::Q6_K)), (96, 17));
+
+    let q5km = types("llama-1b", "q5_k_m");
+    assert_eq!((count(&q5km, Format::Q5_K), count(&q5km, Format::Q6_K)), (96, 17));
+    let q6k = types("llama-1b", "q6_k");
+    assert_eq!(count(&q6k, Format::Q6_K), 16 * 7 + 1);
+
+    let q3km = types("llama-1b", "q3_k_m");
+    for i in 0..16 {
+        let v = if i < 2 { Format::Q5_K } else { Format::Q4_K };
+        let down = if i < 1 { Format::Q5_K } else { Format::Q4_K };
+        assert_eq!(of(&q3km, &format!("blk.{i}.attn_v.weight")), v, "attn_v {i}");
+        assert_eq!(of(&q3km, &format!("blk.{i}.ffn_down.weight")), down, "ffn_down {i}");
+        assert_eq!(of(&q3km, &format!("blk.{i}.attn_output.weight")), Format::Q4_K);
+        assert_eq!(of(&q3km, &format!("blk.{i}.ffn_up.weight")), Format::Q3_K);
+    }
+
+    let q2k = types("llama-1b", "q2_k");
+    assert_eq!(of(&q2k, "blk.3.attn_v.weight"), Format::Q4_K, "n_gqa = 4");
+    assert_eq!(of(&q2k, "blk.3.ffn_down.weight"), Format::Q3_K);
+    assert_eq!(of(&q2k, "blk.3.attn_output.weight"), Format::Q3_K);
+    assert_eq!(of(&q2k, "blk.3.attn_q.weight"), Format::Q2_K);
+    // smollm2 has 3 query heads per KV head: attn_v is Q3_K, where its rows allow k-quants at all.
+    let smol = types("smollm2-135m", "q2_k");
+    assert_eq!(of(&smol, "blk.0.ffn_down.weight"), Format::Q3_K, "1536-wide rows");
+    assert_eq!(of(&smol, "blk.0.attn_v.weight"), Format::Q4_0, "576-wide rows: Q3_K falls back to Q4_0");
+
+    // llama-8b: 32 layers, untied; use_more_bits keeps 16 of 32 layers' attn_v and ffn_down at Q6_K.
+    let q4km = types("llama-8b", "q4_k_m");
+    // use_more_bits(i, 32): i < 4, i >= 28, or (i - 4) % 3 == 2.
+    let more_bits_32 = [0, 1, 2, 3, 6, 9, 12, 15, 18, 21, 24, 27, 28, 29, 30, 31];
+    for i in 0..32 {
+        let want = if more_bits_32.contains(&i) { Format::Q6_K } else { Format::Q4_K };
+        assert_eq!(of(&q4km, &format!("blk.{i}.attn_v.weight")), want, "8b attn_v {i}");
+    }
+    assert_eq!((of(&q4km, "output.weight"), of(&q4km, "token_embd.weight")), (Format::Q6_K, Format::Q4_K));
+
+    // Rows that do not hold super-blocks fall back as llama.cpp does: smollm2's 576-wide rows.
+    let smol = types("smollm2-135m", "q4_k_m");
+    assert_eq!(of(&smol, "blk.0.attn_q.weight"), Format::Q5_0);
+    assert_eq!(of(&smol, "blk.3.attn_v.weight"), Format::Q5_0);
+    assert_eq!(of(&smol, "blk.0.attn_v.weight"), Format::Q8_0, "Q6_K falls back to Q8_0");
+    assert_eq!(of(&smol, "blk.0.ffn_down.weight"), Format::Q6_K, "1536-wide rows keep the k-quant");
+    assert_eq!(of(&smol, "token_embd.weight"), Format::Q8_0, "the output on 576-wide rows");
+    assert_eq!(of(&types("smollm2-135m", "q5_k_m"), "blk.0.attn_q.weight"), Format::Q5_1);
+    assert_eq!(WeightType::parse("Q4_K"), Some(WeightType::Pure(Format::Q4_K)));
+    assert_eq!(WeightType::parse("q9_k_m"), None);
+}
+
+/// A mix file re-opens with the types and file type it was written with, and runs on the CPU
+/// backend: its logits equal, bit for bit, those of the same model with every weight stored as
+/// the f32 values its blocks dequantize to (the CPU matmul dequantizes rows, then takes the same
+/// f32 dot products).
+#[test]
+fn k_quant_mix_files_run_on_the_cpu_as_their_dequantized_weights() {
+    use ultra::Cpu;
+    use ultra::kv_cache::CacheLayout;
+    use ultra::model::{Batch, Runner};
+    let dir = TempDir::new("mix");
+    let tokens = [1u32, 7, 300, 15, 0, 9, 9, 4];
+    for (mix, file_type) in [("q4_k_m", 15), ("q2_k", 10), ("q3_k_m", 12), ("q5_k_m", 17), ("q6_k", 18)] {
+        let path = dir.path(&format!("tiny-{mix}.gguf"));
+        let weights = WeightType::parse(mix).unwrap();
+        synth_gguf("llama", "tiny-256", weights, 3, &path).unwrap();
+        let g = Gguf::open(&path).unwrap();
+        assert_eq!(meta_u64(&g, "general.file_type"), file_type, "{mix}");
+        let specs = Preset::get("tiny-256").unwrap().tensors(weights);
+        for (t, s) in g.tensors.iter().zip(&specs) {
+            assert_eq!((t.name.as_str(), t.format().unwrap()), (s.name.as_str(), s.format), "{mix}");
+        }
+        assert!(specs.iter().any(|s| s.format.is_kquant()), "{mix} has k-quant tensors");
+
+        // The same file with f32 weights.
+        let mut w = ultra::gguf::GgufWriter::new();
+        for (key, value) in &g.metadata {
+            w.meta(key, value.clone());
+        }
+        for t in &g.tensors {
+            let mut values = vec![0f32; t.rows() * t.cols()];
+            dequantize_row(t.format().unwrap(), g.tensor_bytes(t).bytes(), &mut values);
+            w.tensor(&t.name, Format::F32, t.rows(), t.cols(), values.iter().flat_map(|v| v.to_le_bytes()).collect());
+        }
+        let f32_model = Gguf::parse(std::sync::Arc::new(w.to_bytes())).unwrap();
+
+        let logits = |g: &Gguf| {
+            let mut runner = Runner::load(Cpu::new(), g, CacheLayout::plain(1, 64), 64).unwrap();
+            let seq = runner.cache.add_seq();
+            runner.forward(&Batch::sequence(seq, 0, &tokens, true)).unwrap();
+            (0..tokens.len()).flat_map(|t| runner.logits(t).to_vec()).collect::<Vec<f32>>()
+        };
+        let (quantized, float) = (logits(&g), logits(&f32_model));
+        assert!(quantized.iter().all(|v| v.is_finite()), "{mix}: finite logits");
+        let bits = |v: &[f32]| v.iter().map(|x| x.to_bits()).collect::<Vec<_>>();
+        assert_eq!(bits(&quantized), bits(&float), "{mix}: k-quant logits equal the dequantized model's");
+    }
 }

@@ -257,3 +257,48 @@ fn control_token_texts_stay_text_without_parse_special() {
     }
     assert_eq!(checked, 6249 + 256);
 }
+
+/// Gemma 3's vocabulary made Llama-2-like (`add_space_prefix` on, the user-defined runs of spaces
+/// typed unused): a leading `▁` at the start and after every special token, against
+/// SentencePiece's dummy prefix on each fragment between special tokens (tokenize.json
+/// `space_prefix_cases`; the README says why the space tokens are set aside).
+#[test]
+fn leading_space_rule_on_a_real_vocabulary() {
+    use ultra::gguf::{Value, ValueType};
+    let gguf = Gguf::open(&common::gemma3_path()).unwrap();
+    let mut writer = ultra::gguf::GgufWriter::new();
+    let (flag, types) = ("tokenizer.ggml.add_space_prefix", "tokenizer.ggml.token_type");
+    for (key, value) in gguf.metadata.iter().filter(|(k, _)| k.starts_with("tokenizer.") && k != flag && k != types) {
+        writer.meta(key, value.clone());
+    }
+    writer.meta(flag, Value::Bool(true));
+    let tok = tokenizer();
+    let retyped = (0..tok.vocab_size() as u32).map(|id| {
+        let text = tok.token_str(id).unwrap();
+        let spaces = !text.is_empty() && text.bytes().all(|b| b == b' ');
+        let code = match tok.token_type(id).unwrap() {
+            TokenType::UserDefined if spaces => 5,
+            TokenType::Normal => 1,
+            TokenType::Control => 3,
+            TokenType::UserDefined => 4,
+            TokenType::Byte => 6,
+            other => panic!("gemma3 has no {other:?} tokens"),
+        };
+        Value::I32(code)
+    });
+    writer.meta(types, Value::Array(ValueType::I32, retyped.collect()));
+    let prefixed = Gguf::parse(std::sync::Arc::new(writer.to_bytes())).unwrap();
+    let tok = Tokenizer::from_gguf(&prefixed).unwrap();
+    assert!(tok.add_space_prefix());
+    let cases = refs()["space_prefix_cases"].as_array().unwrap();
+    assert!(cases.len() >= 140);
+    for case in cases {
+        let name = case["name"].as_str().unwrap();
+        let text = case["text"].as_str().unwrap();
+        for (parse_special, suffix) in [(true, "parse_special"), (false, "no_parse_special")] {
+            let got = tok.encode(text, parse_special).unwrap();
+            assert_eq!(got, ids(&case[format!("ids_{suffix}")]), "{name}: ids_{suffix} with add_space_prefix");
+        }
+    }
+    assert_eq!(tok.decode(&tok.encode("Hello", false).unwrap()), b" Hello", "the added space comes back");
+}

@@ -16,6 +16,9 @@ use ultra::model::{Llama, Runner};
 use ultra::tokenizer::Tokenizer;
 
 pub fn run(args: BenchArgs) -> Result<()> {
+    if let Some(url) = &args.serve {
+        return serve(url, &args);
+    }
     let gguf = args.model.open()?;
     with_backend!(args.backend, |be| run_on(be, &gguf, &args))
 }
@@ -135,4 +138,36 @@ fn speculative<B: Backend>(backend: &Arc<B>, model: &Arc<Llama<B>>, gguf: &Gguf,
     let mut value = serde_json::to_value(&report)?;
     value["prompt_source"] = source.into();
     Ok(value)
+}
+
+/// `--serve URL`: the load generator against a running server.
+fn serve(url: &str, args: &BenchArgs) -> Result<()> {
+    let opts = bench::serve::ServeBench {
+        url: url.to_string(),
+        clients: args.clients.0.clone(),
+        prompt_tokens: args.prompt_tokens,
+        gen_tokens: args.gen_tokens,
+        api_key: args.api_key.clone(),
+    };
+    let load_avg = bench::load_average();
+    let points = bench::serve::bench_serve(&opts)?;
+    if args.json {
+        let out = json!({ "serve": url, "load_avg": load_avg, "load_avg_end": bench::load_average(),
+                          "prompt_tokens": args.prompt_tokens, "gen_tokens": args.gen_tokens, "points": points });
+        println!("{out}");
+        return Ok(());
+    }
+    println!("serving {url} | p {}, n {} per client | load {load_avg:?}", args.prompt_tokens, args.gen_tokens);
+    println!(
+        "{:>7} {:>10} {:>12} {:>12} {:>11} {:>11}",
+        "clients", "tok/s", "TTFT p50 ms", "TTFT p99 ms", "ITL p50 ms", "ITL p99 ms"
+    );
+    for p in &points {
+        println!(
+            "{:>7} {:>10.1} {:>12.0} {:>12.0} {:>11.1} {:>11.1}",
+            p.clients, p.aggregate_tok_s, p.ttft_p50_ms, p.ttft_p99_ms, p.itl_p50_ms, p.itl_p99_ms
+        );
+    }
+    println!("load at the end {:?}", bench::load_average());
+    Ok(())
 }

@@ -8,6 +8,7 @@ pub mod info;
 pub mod models;
 pub mod perplexity;
 pub mod request;
+pub mod serve;
 pub mod synth;
 pub mod tokenize;
 
@@ -240,7 +241,9 @@ pub struct SynthArgs {
     /// smollm2-135m, llama-1b or llama-8b.
     #[arg(long)]
     pub preset: String,
-    /// Weight format: q4_0, q4_1, q8_0, f16 (also q5_0, q5_1, bf16, f32).
+    /// Weight format: q4_0, q4_1, q8_0, f16 (also q5_0, q5_1, bf16, f32, and one k-quant
+    /// throughout: q3_k, q4_k, q5_k), or a k-quant mix as llama-quantize writes it: q4_k_m,
+    /// q5_k_m, q6_k, q2_k, q3_k_m.
     #[arg(long = "type")]
     pub format: String,
     #[arg(long, default_value_t = 1)]
@@ -280,6 +283,16 @@ pub struct BenchArgs {
     /// Layers of the target used by `--draft-mode self` (default: a quarter).
     #[arg(long)]
     pub draft_layers: Option<usize>,
+    /// Load-test a running `ultra serve` at this URL (http://HOST:PORT) instead of a model:
+    /// streamed completions of -p prompt tokens and -n generated tokens per client.
+    #[arg(long)]
+    pub serve: Option<String>,
+    /// With --serve: the concurrent clients of each round, a list.
+    #[arg(long, default_value = "1,8,32,64", value_parser = parse_list)]
+    pub clients: List,
+    /// With --serve: the server's --api-key.
+    #[arg(long)]
+    pub api_key: Option<String>,
     #[arg(long)]
     pub json: bool,
 }

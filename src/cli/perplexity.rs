@@ -20,8 +20,14 @@ fn run_on<B: Backend>(backend: B, gguf: &Gguf, args: &PerplexityArgs) -> Result<
     let text = std::fs::read_to_string(&args.file).with_context(|| format!("reading {}", args.file.display()))?;
     let tokenizer = Tokenizer::from_gguf(gguf)?;
     // As llama-perplexity: the whole file, special-token text left as text, BOS first where the
-    // model's `add_bos_token` says so.
-    let tokens = tokenizer.encode_with_specials(&text, false)?;
+    // model's `add_bos_token` says so, and then every chunk starts with BOS (its first token is
+    // context only, never scored, so replacing it changes no target).
+    let mut tokens = tokenizer.encode_with_specials(&text, false)?;
+    if let Some(bos) = tokenizer.special_ids().bos.filter(|_| tokenizer.add_bos()) {
+        for chunk in tokens.chunks_mut(args.ctx.max(1)) {
+            chunk[0] = bos;
+        }
+    }
     let mut runner = Runner::load(backend, gguf, CacheLayout::plain(1, args.ctx), args.ctx)?;
     let batch = args.batch.unwrap_or(args.ctx);
     if !args.json {

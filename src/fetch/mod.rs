@@ -12,6 +12,7 @@
 mod pip;
 
 use std::path::{Path, PathBuf};
+use std::sync::{Mutex, PoisonError};
 
 use crate::error::{Error, Result};
 
@@ -152,7 +153,12 @@ impl KnownModel {
     }
 
     /// The model's path in `dir`, fetching it first if it is not there. Progress goes to stderr.
+    /// Threads of one process fetch one at a time (the scratch names are per process, and the
+    /// second caller finds the first one's file); processes each fetch on their own and the last
+    /// rename wins, with the same bytes.
     pub fn ensure_in(&self, dir: &Path) -> Result<PathBuf> {
+        static FETCHING: Mutex<()> = Mutex::new(());
+        let _one_at_a_time = FETCHING.lock().unwrap_or_else(PoisonError::into_inner);
         match self.state_in(dir) {
             CacheState::Cached(path) => Ok(path),
             CacheState::WrongSize { path, bytes } => Err(Error::Fetch(format!(

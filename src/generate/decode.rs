@@ -5,6 +5,7 @@ use std::time::Instant;
 
 use crate::backend::Backend;
 use crate::error::{Error, Result};
+use crate::generate::rows::{Row, forward_and_sample_rows};
 use crate::generate::sampler::Sampler;
 use crate::kv_cache::SeqId;
 use crate::model::{Batch, Runner};
@@ -41,36 +42,18 @@ impl Generation {
     }
 }
 
-/// Greedy without a repetition penalty needs only the argmax, which the device computes, so
-/// only the token id is read back.
-pub fn uses_device_argmax(sampler: &Sampler) -> bool {
-    sampler.config().is_greedy() && sampler.config().repeat_penalty == 1.0
-}
-
 /// The next token after one forward pass of `batch` (one logits row), reading back as little as
 /// the sampler allows: the device argmax for greedy, the device top-k candidates when they decide
-/// the token (`Sampler::sample_top_k`), else the full row. The token is the same either way.
+/// the token (`Sampler::sample_top_k`), else the full row. The token is the same either way. The
+/// scheduler's batches go through the same path (`rows::forward_and_sample_rows`).
 pub fn forward_and_sample<B: Backend>(
     runner: &mut Runner<B>,
     batch: &Batch,
     sampler: &mut Sampler,
     history: &[u32],
 ) -> Result<u32> {
-    if uses_device_argmax(sampler) {
-        return Ok(runner.forward_argmax(batch)?[0]);
-    }
-    let vocab = runner.config().vocab_size;
-    if let Some(k) = sampler.top_k_request(vocab) {
-        let top = runner.forward_top_k(batch, k)?;
-        let (ids, vals) = top.row(0);
-        if let Some(token) = sampler.sample_top_k(ids, vals, vocab) {
-            return Ok(token);
-        }
-        runner.read_logits()?;
-    } else {
-        runner.forward(batch)?;
-    }
-    Ok(sampler.sample(runner.logits(0), history))
+    let mut rows = [Row { sampler, history }];
+    Ok(forward_and_sample_rows(runner, batch, &mut rows, false)?[0])
 }
 
 /// Feeds `tokens` to `seq` in chunks; returns the logits of the last one.

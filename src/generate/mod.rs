@@ -5,12 +5,14 @@ pub mod adaptive;
 pub mod decode;
 pub mod drafter;
 pub mod perplexity;
+pub mod rows;
 pub mod sampler;
 pub mod scheduler;
 pub mod speculative;
+pub mod stop;
 
 pub use decode::{GenerateOptions, Generation, generate, prefill};
 pub use drafter::{Draft, Drafter, LookupDrafter, ModelDrafter, NgramDrafter};
 pub use perplexity::{Perplexity, perplexity};
-pub use scheduler::{Completion, Request, Scheduler, SchedulerOptions};
+pub use scheduler::{Completion, Event, Extras, FinishReason, Request, Scheduler, SchedulerOptions};
 pub use speculative::{SpecOptions, SpecStats, generate_speculative};

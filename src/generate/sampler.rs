@@ -20,15 +20,29 @@ pub struct SamplerConfig {
     pub min_p: f32,
     /// Penalty for tokens seen in the last `repeat_last_n` of the history; 1 turns it off.
     pub repeat_penalty: f32,
-    /// How many of the most recent history tokens the penalty looks at; 0 turns it off.
+    /// How many of the most recent history tokens the penalties look at; 0 turns them off.
     pub repeat_last_n: usize,
+    /// OpenAI's frequency penalty: subtracted from a logit once per occurrence in the window; 0 is off.
+    pub frequency_penalty: f32,
+    /// OpenAI's presence penalty: subtracted once from the logit of every token in the window; 0 is off.
+    pub presence_penalty: f32,
     /// Seeds the random generator: equal seeds and equal inputs give equal tokens.
     pub seed: u64,
 }
 
 impl Default for SamplerConfig {
     fn default() -> Self {
-        Self { temperature: 0.0, top_k: 0, top_p: 1.0, min_p: 0.0, repeat_penalty: 1.0, repeat_last_n: 64, seed: 0 }
+        Self {
+            temperature: 0.0,
+            top_k: 0,
+            top_p: 1.0,
+            min_p: 0.0,
+            repeat_penalty: 1.0,
+            repeat_last_n: 64,
+            frequency_penalty: 0.0,
+            presence_penalty: 0.0,
+            seed: 0,
+        }
     }
 }
 
@@ -36,6 +50,12 @@ impl SamplerConfig {
     /// Temperature 0: the sampler returns the argmax and never draws a random number.
     pub fn is_greedy(&self) -> bool {
         self.temperature <= 0.0
+    }
+
+    /// Some penalty moves logits by the history, so the device's argmax or top-k cannot decide.
+    pub fn is_penalized(&self) -> bool {
+        self.repeat_last_n > 0
+            && (self.repeat_penalty != 1.0 || self.frequency_penalty != 0.0 || self.presence_penalty != 0.0)
     }
 
     /// Checks every field's range, so that sampling itself cannot fail.
@@ -48,7 +68,14 @@ impl SamplerConfig {
             self.repeat_penalty.is_finite() && self.repeat_penalty > 0.0,
             "repeat_penalty must be > 0",
             self.repeat_penalty,
-        )
+        )?;
+        let additive = -2.0..=2.0;
+        check(
+            additive.contains(&self.frequency_penalty),
+            "frequency_penalty must be in [-2, 2]",
+            self.frequency_penalty,
+        )?;
+        check(additive.contains(&self.presence_penalty), "presence_penalty must be in [-2, 2]", self.presence_penalty)
     }
 }
 
@@ -156,20 +183,24 @@ impl Sampler {
         self.penalize(history);
     }
 
+    /// The repetition penalty, then the frequency and presence penalties (llama.cpp's order),
+    /// over the last `repeat_last_n` history tokens.
     fn penalize(&mut self, history: &[u32]) {
-        let SamplerConfig { repeat_penalty: penalty, repeat_last_n, .. } = self.config;
-        if penalty == 1.0 || repeat_last_n == 0 {
+        let SamplerConfig { repeat_penalty: penalty, frequency_penalty, presence_penalty, repeat_last_n, .. } =
+            self.config;
+        if !self.config.is_penalized() {
             return;
         }
-        // llama.cpp penalizes a token once however often it repeats, so deduplicate the window.
+        // llama.cpp applies the repetition penalty once however often a token repeats, so the
+        // window is deduplicated; the frequency penalty counts the repeats (runs of the sort).
         let window = &history[history.len().saturating_sub(repeat_last_n)..];
         self.recent.clear();
         self.recent.extend_from_slice(window);
         self.recent.sort_unstable();
-        self.recent.dedup();
-        for &id in &self.recent {
-            if let Some((_, logit)) = self.candidates.get_mut(id as usize) {
-                *logit = sanitize(if *logit > 0.0 { *logit / penalty } else { *logit * penalty });
+        for run in self.recent.chunk_by(|a, b| a == b) {
+            if let Some((_, logit)) = self.candidates.get_mut(run[0] as usize) {
+                let repeated = if *logit > 0.0 { *logit / penalty } else { *logit * penalty };
+                *logit = sanitize(repeated - run.len() as f32 * frequency_penalty - presence_penalty);
             }
         }
     }

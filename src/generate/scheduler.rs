@@ -3,12 +3,19 @@
 //! sequences still in prefill. Admission waits for free KV pages; when pages run out the
 //! youngest sequence is preempted (its pages freed) and recomputed later from its prompt and the
 //! tokens it had produced, so it continues exactly as if it had never been preempted.
+//!
+//! `step_events` reports every token as it is sampled (with its text when the request carries a
+//! `TextStream`), then each finished request with its reason. A request ends at an
+//! end-of-generation token, its token budget, the context's end, a stop string, or `cancel`;
+//! its pages go back to the pool at once.
 
 use std::collections::VecDeque;
 
 use crate::backend::Backend;
 use crate::error::{Error, Result};
+use crate::generate::rows::{Row, TokenLogprobs, forward_and_sample_rows, logprobs};
 use crate::generate::sampler::Sampler;
+use crate::generate::stop::TextStream;
 use crate::kv_cache::{PoolStats, SeqId};
 use crate::model::{Batch, Runner};
 
@@ -20,6 +27,50 @@ pub struct Request {
     pub sampler: Sampler,
 }
 
+/// What a request wants besides its tokens; the default is neither.
+#[derive(Clone, Debug, Default)]
+pub struct Extras {
+    /// Detokenize as tokens come and end at the stream's stop strings.
+    pub text: Option<TextStream>,
+    /// Report each token's log-probability and this many alternatives (reads back full logits).
+    pub logprobs: Option<usize>,
+}
+
+/// Why a request ended.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum FinishReason {
+    /// An end-of-generation token (it is the last token).
+    Eog,
+    /// A stop string matched (the text ends before it).
+    StopString,
+    /// `max_tokens` tokens were generated.
+    Length,
+    /// The sequence filled the context.
+    Context,
+    /// `Scheduler::cancel`.
+    Cancelled,
+}
+
+impl FinishReason {
+    /// OpenAI's `finish_reason`.
+    pub fn openai(self) -> &'static str {
+        match self {
+            FinishReason::Eog | FinishReason::StopString => "stop",
+            FinishReason::Length | FinishReason::Context => "length",
+            FinishReason::Cancelled => "cancelled",
+        }
+    }
+}
+
+/// What one step reports, in order.
+#[derive(Clone, Debug)]
+pub enum Event {
+    /// Request `index` sampled `token`; `text` is what it released (with a `TextStream`).
+    Token { index: usize, token: u32, text: String, logprobs: Option<TokenLogprobs> },
+    /// Request `index` finished (its last token was reported just before).
+    Done(Completion),
+}
+
 /// A finished request.
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub struct Completion {
@@ -27,6 +78,9 @@ pub struct Completion {
     pub prompt_tokens: Vec<u32>,
     pub tokens: Vec<u32>,
     pub stopped_at_eog: bool,
+    pub finish: FinishReason,
+    /// The whole text, stop string excluded (empty without a `TextStream`).
+    pub text: String,
     /// Prompt tokens taken from the prefix cache at (first) admission.
     pub cached_prompt_tokens: usize,
     pub preemptions: usize,
@@ -47,6 +101,7 @@ struct Active {
     admitted_at: u64,
     cached_prompt_tokens: Option<usize>,
     preemptions: usize,
+    extras: Extras,
 }
 
 impl Active {
@@ -94,6 +149,11 @@ impl<'a, B: Backend> Scheduler<'a, B> {
     }
 
     pub fn submit(&mut self, req: Request) -> Result<()> {
+        self.submit_with(req, Extras::default())
+    }
+
+    /// Queues a request with its text stream and log-probability wishes.
+    pub fn submit_with(&mut self, req: Request, extras: Extras) -> Result<()> {
         if req.prompt.is_empty() {
             return Err(Error::InvalidArgument(format!("prompt {} is empty", req.index)));
         }
@@ -108,6 +168,7 @@ impl<'a, B: Backend> Scheduler<'a, B> {
             admitted_at: 0,
             cached_prompt_tokens: None,
             preemptions: 0,
+            extras,
         };
         self.waiting.push_back(waiting);
         Ok(())
@@ -115,6 +176,37 @@ impl<'a, B: Backend> Scheduler<'a, B> {
 
     pub fn is_done(&self) -> bool {
         self.waiting.is_empty() && self.running.is_empty()
+    }
+
+    /// Requests in the running batch.
+    pub fn running(&self) -> usize {
+        self.running.len()
+    }
+
+    /// Requests queued (new, or preempted for recompute).
+    pub fn waiting(&self) -> usize {
+        self.waiting.len()
+    }
+
+    /// The KV cache the requests run on (for its page counts).
+    pub fn cache(&self) -> &crate::kv_cache::KvCache<B> {
+        &self.runner.cache
+    }
+
+    /// Ends request `index` now, running or waiting, and frees its pages. None if no such request.
+    pub fn cancel(&mut self, index: usize) -> Result<Option<Completion>> {
+        if let Some(i) = self.running.iter().position(|a| a.req.index == index) {
+            let a = self.running.remove(i);
+            self.runner.cache.remove_seq(a.seq)?;
+            return Ok(Some(self.completion(a, FinishReason::Cancelled)));
+        }
+        match self.waiting.iter().position(|a| a.req.index == index) {
+            Some(i) => {
+                let a = self.waiting.remove(i).expect("position is in range");
+                Ok(Some(self.completion(a, FinishReason::Cancelled)))
+            }
+            None => Ok(None),
+        }
     }
 
     /// Runs until every request is complete, calling `on_done` as each finishes.
@@ -129,6 +221,12 @@ impl<'a, B: Backend> Scheduler<'a, B> {
 
     /// Admits what fits, runs one forward pass over the running batch, samples, retires.
     pub fn step(&mut self) -> Result<Vec<Completion>> {
+        let events = self.step_events()?;
+        Ok(events.into_iter().filter_map(|e| if let Event::Done(c) = e { Some(c) } else { None }).collect())
+    }
+
+    /// One step, reporting each sampled token and then each request it finished.
+    pub fn step_events(&mut self) -> Result<Vec<Event>> {
         self.admit()?;
         let (batch, fed, rows) = self.build_batch()?;
         if batch.is_empty() {
@@ -136,41 +234,80 @@ impl<'a, B: Backend> Scheduler<'a, B> {
                 "no sequence can make progress: the KV pool is too small for one prompt chunk".into(),
             ));
         }
-        self.runner.forward(&batch)?;
+        let full_logits = rows.iter().any(|&i| self.running[i].extras.logprobs.is_some());
+        let tokens = {
+            let histories: Vec<Vec<u32>> = rows.iter().map(|&i| self.running[i].needed()).collect();
+            let mut samplers: Vec<Option<&mut Sampler>> =
+                self.running.iter_mut().map(|a| Some(&mut a.req.sampler)).collect();
+            let mut sample_rows: Vec<Row<'_>> = rows
+                .iter()
+                .zip(&histories)
+                .map(|(&i, history)| Row { sampler: samplers[i].take().expect("one logits row per sequence"), history })
+                .collect();
+            forward_and_sample_rows(self.runner, &batch, &mut sample_rows, full_logits)?
+        };
         self.steps += 1;
         for (i, n) in fed {
             self.running[i].computed += n;
         }
-        let mut done = Vec::new();
-        for (row, i) in rows.into_iter().enumerate() {
+        let mut events = Vec::new();
+        let mut stopped = Vec::new();
+        for (row, (&i, next)) in rows.iter().zip(tokens).enumerate() {
             let a = &mut self.running[i];
-            let history = a.needed();
-            let next = a.req.sampler.sample(self.runner.logits(row), &history);
             a.generated.push(next);
+            let lp = a.extras.logprobs.map(|n| logprobs(self.runner.logits(row), next, n));
+            let step = match &mut a.extras.text {
+                Some(t) if !self.eog.contains(&next) => t.push(next),
+                _ => Default::default(),
+            };
+            if step.stopped {
+                stopped.push(i);
+            }
+            events.push(Event::Token { index: a.req.index, token: next, text: step.delta, logprobs: lp });
         }
         for i in (0..self.running.len()).rev() {
             let a = &self.running[i];
-            let finished = a.generated.last().is_some_and(|t| self.eog.contains(t))
-                || a.generated.len() >= a.req.max_tokens
-                || a.req.prompt.len() + a.generated.len() >= self.runner.context;
-            if finished {
+            let reason = if stopped.contains(&i) {
+                Some(FinishReason::StopString)
+            } else if a.generated.last().is_some_and(|t| self.eog.contains(t)) {
+                Some(FinishReason::Eog)
+            } else if a.generated.len() >= a.req.max_tokens {
+                Some(FinishReason::Length)
+            } else if a.req.prompt.len() + a.generated.len() >= self.runner.context {
+                Some(FinishReason::Context)
+            } else {
+                None
+            };
+            if let Some(reason) = reason {
                 let a = self.running.remove(i);
                 self.runner.cache.remove_seq(a.seq)?;
-                let stopped_at_eog = a.generated.last().is_some_and(|t| self.eog.contains(t));
-                done.push(Completion {
-                    index: a.req.index,
-                    prompt_tokens: a.req.prompt,
-                    tokens: a.generated,
-                    stopped_at_eog,
-                    cached_prompt_tokens: a.cached_prompt_tokens.unwrap_or(0),
-                    preemptions: a.preemptions,
-                    forward_passes: self.runner.forward_passes,
-                    pool: self.runner.cache.stats(),
-                    pages_in_use: self.runner.cache.blocks_in_use(),
-                });
+                events.push(Event::Done(self.completion(a, reason)));
             }
         }
-        Ok(done)
+        Ok(events)
+    }
+
+    fn completion(&self, mut a: Active, finish: FinishReason) -> Completion {
+        let text = match &mut a.extras.text {
+            Some(t) => {
+                t.finish();
+                t.text().to_string()
+            }
+            None => String::new(),
+        };
+        Completion {
+            index: a.req.index,
+            prompt_tokens: a.req.prompt,
+            tokens: a.generated,
+            stopped_at_eog: finish == FinishReason::Eog,
+            finish,
+            text,
+            cached_prompt_tokens: a.cached_prompt_tokens.unwrap_or(0),
+            preemptions: a.preemptions,
+            forward_passes: self.runner.forward_passes,
+            pool: self.runner.cache.stats(),
+            pages_in_use: self.runner.cache.blocks_in_use(),
+        }
     }
 
     /// Moves waiting sequences into the batch while their first chunk fits in free pages,
@@ -178,6 +315,9 @@ impl<'a, B: Backend> Scheduler<'a, B> {
     fn admit(&mut self) -> Result<()> {
         while self.running.len() < self.opts.max_seqs {
             let Some(front) = self.waiting.front() else { break };
+            if self.shares_pending_prefix(&front.needed()) {
+                break;
+            }
             let first_chunk = front.needed().len().min(self.opts.max_batch_tokens);
             let need = self.runner.cache.blocks_for(first_chunk) + self.running.len();
             if need > self.runner.cache.free_blocks() && !self.running.is_empty() {
@@ -192,6 +332,26 @@ impl<'a, B: Backend> Scheduler<'a, B> {
             self.running.push(a);
         }
         Ok(())
+    }
+
+    /// Whether a running sequence is still computing full pages that `tokens` would share with
+    /// it. Waiting for them lets the newcomer take those pages from the prefix cache instead of
+    /// computing them again, so a system prompt that many requests share is prefilled once even
+    /// when they arrive together. The running sequence gains `computed` every step, so the wait
+    /// ends.
+    fn shares_pending_prefix(&self, tokens: &[u32]) -> bool {
+        let layout = self.runner.cache.layout;
+        if !layout.prefix_caching || tokens.len() < 2 {
+            return false;
+        }
+        let bs = layout.block_size;
+        self.running.iter().any(|a| {
+            let theirs = a.needed();
+            let common = tokens.iter().zip(&theirs).take_while(|(x, y)| x == y).count();
+            // reuse_prefix leaves the last prompt token to compute, so only pages before it count.
+            let shared = common.min(tokens.len() - 1) / bs * bs;
+            shared > 0 && a.computed < shared
+        })
     }
 
     /// One token per decoding sequence, then prompt chunks within the token budget; preempts

@@ -6,6 +6,9 @@
 //! slabs even for llama-8b (16 GB at F16). Every row has its own PRNG stream seeded from
 //! (seed, tensor, row), so the bytes depend only on the seed, never on the thread count.
 //!
+//! Weights are one format throughout (norms stay F32), or a k-quant mix (`q4_k_m`, ...) with each
+//! tensor's type chosen as `llama-quantize` chooses it (`quant::kquant::mix`).
+//!
 //! Values: matrices are normal-ish (sum of four uniforms) with std = min(0.02, 1/sqrt(fan_in)),
 //! so each projection roughly keeps the RMS of its input; norm gains are uniform in [0.95, 1.05].
 //! The tokenizer is byte-level GPT-2: token b (0..256) is byte b's `bytes_to_unicode` character,
@@ -18,7 +21,36 @@ use rayon::prelude::*;
 
 use crate::error::{Error, Result};
 use crate::gguf::{GgufWriter, TensorStream, Value, ValueType};
+use crate::quant::kquant::mix::{Mix, MixModel};
 use crate::quant::{Format, quantize_row_into};
+
+/// What `ultra synth --type` writes: one format for every matrix, or a k-quant mix.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum WeightType {
+    Pure(Format),
+    Mix(Mix),
+}
+
+impl From<Format> for WeightType {
+    fn from(format: Format) -> WeightType {
+        WeightType::Pure(format)
+    }
+}
+
+impl WeightType {
+    /// A mix name (`q4_k_m`, `q5_k_m`, `q6_k`, `q2_k`, `q3_k_m`: `q6_k` and `q2_k` name the mixes,
+    /// as in `llama-quantize`), else a format name (`q4_0`, `q4_k`, `f16`, ...).
+    pub fn parse(name: &str) -> Option<WeightType> {
+        Mix::parse(name).map(WeightType::Mix).or_else(|| Format::parse(name).map(WeightType::Pure))
+    }
+
+    pub fn name(self) -> String {
+        match self {
+            WeightType::Pure(f) => f.name().to_string(),
+            WeightType::Mix(m) => m.name().to_uppercase(),
+        }
+    }
+}
 
 /// The shape of a llama-architecture model.
 #[derive(Clone, Copy, Debug, PartialEq)]
@@ -38,8 +70,9 @@ pub struct Preset {
     pub rms_eps: f32,
 }
 
-/// smollm2-135m, llama-1b (Llama-3.2-1B), llama-8b (Llama-3.1-8B), and `tiny` for fast tests.
-pub const PRESETS: [Preset; 4] = [
+/// smollm2-135m, llama-1b (Llama-3.2-1B), llama-8b (Llama-3.1-8B), and `tiny` and `tiny-256`
+/// for fast tests (`tiny-256`'s rows are 256 or 512 wide, so k-quant mixes keep their super-blocks).
+pub const PRESETS: [Preset; 5] = [
     Preset {
         name: "smollm2-135m",
         n_layers: 30,
@@ -96,6 +129,20 @@ pub const PRESETS: [Preset; 4] = [
         context: 256,
         rms_eps: 1e-5,
     },
+    Preset {
+        name: "tiny-256",
+        n_layers: 4,
+        d_model: 256,
+        d_ff: 512,
+        n_heads: 4,
+        n_kv_heads: 2,
+        head_dim: 64,
+        vocab: 320,
+        tied_embeddings: false,
+        rope_theta: 10000.0,
+        context: 256,
+        rms_eps: 1e-5,
+    },
 ];
 
 impl Preset {
@@ -107,10 +154,21 @@ impl Preset {
     }
 
     /// Every tensor in file order: (name, format, rows, cols, init).
-    pub fn tensors(&self, format: Format) -> Vec<TensorSpec> {
+    pub fn tensors(&self, weights: impl Into<WeightType>) -> Vec<TensorSpec> {
+        let weights = weights.into();
         let (d, q, kv, ff) = (self.d_model, self.n_heads * self.head_dim, self.n_kv_heads * self.head_dim, self.d_ff);
-        let matrix =
-            |name: String, rows: usize, cols: usize| TensorSpec { name, format, rows, cols, init: Init::Matrix };
+        let model = MixModel {
+            n_layers: self.n_layers,
+            n_gqa: self.n_heads / self.n_kv_heads,
+            tied_embeddings: self.tied_embeddings,
+        };
+        let matrix = |name: String, rows: usize, cols: usize| {
+            let format = match weights {
+                WeightType::Pure(format) => format,
+                WeightType::Mix(mix) => mix.tensor_format(&name, cols, &model),
+            };
+            TensorSpec { name, format, rows, cols, init: Init::Matrix }
+        };
         let norm = |name: String| TensorSpec { name, format: Format::F32, rows: 1, cols: d, init: Init::Norm };
         let mut specs = vec![TensorSpec { init: Init::Embedding, ..matrix("token_embd.weight".into(), self.vocab, d) }];
         for i in 0..self.n_layers {
@@ -152,15 +210,17 @@ pub struct TensorSpec {
     pub init: Init,
 }
 
-/// Writes a llama-architecture GGUF with random weights in `format` (norms stay F32).
-pub fn synth_gguf(arch: &str, preset: &str, format: Format, seed: u64, out: &Path) -> Result<()> {
+/// Writes a llama-architecture GGUF with random weights in `weights` (a format, or a k-quant mix;
+/// norms stay F32).
+pub fn synth_gguf(arch: &str, preset: &str, weights: impl Into<WeightType>, seed: u64, out: &Path) -> Result<()> {
+    let weights = weights.into();
     if arch != "llama" {
         return Err(Error::InvalidArgument(format!("synth writes the `llama` architecture only, not `{arch}`")));
     }
     let preset = Preset::get(preset)?;
-    let specs = preset.tensors(format);
+    let specs = preset.tensors(weights);
     let mut writer = GgufWriter::new();
-    write_metadata(&mut writer, preset, format);
+    write_metadata(&mut writer, preset, weights);
     for s in &specs {
         writer.declare_tensor(&s.name, s.format, s.rows, s.cols)?;
     }
@@ -178,8 +238,12 @@ pub fn synth_gguf(arch: &str, preset: &str, format: Format, seed: u64, out: &Pat
     Ok(())
 }
 
-/// llama.cpp's `llama_ftype` for a file whose matrices are all `format`.
-fn file_type(format: Format) -> u32 {
+/// llama.cpp's `llama_ftype` of the file.
+fn file_type(weights: WeightType) -> u32 {
+    let format = match weights {
+        WeightType::Pure(format) => format,
+        WeightType::Mix(mix) => return mix.file_type(),
+    };
     match format {
         Format::F32 => 0,
         Format::F16 => 1,
@@ -198,11 +262,11 @@ fn file_type(format: Format) -> u32 {
     }
 }
 
-fn write_metadata(w: &mut GgufWriter, p: &Preset, format: Format) {
+fn write_metadata(w: &mut GgufWriter, p: &Preset, weights: WeightType) {
     let u32_of = |v: usize| Value::U32(v as u32);
     w.meta("general.architecture", Value::String("llama".into()))
         .meta("general.name", Value::String(format!("synth-{}", p.name)))
-        .meta("general.file_type", Value::U32(file_type(format)))
+        .meta("general.file_type", Value::U32(file_type(weights)))
         .meta("general.alignment", Value::U32(32))
         .meta("llama.block_count", u32_of(p.n_layers))
         .meta("llama.context_length", u32_of(p.context))

@@ -85,16 +85,9 @@ impl Format {
         }
     }
 
-    /// The k-quant this format is, if it is one.
-    pub const fn kquant(self) -> Option<kquant::KQuant> {
-        match self {
-            Format::Q2_K => Some(kquant::KQuant::Q2K),
-            Format::Q3_K => Some(kquant::KQuant::Q3K),
-            Format::Q4_K => Some(kquant::KQuant::Q4K),
-            Format::Q5_K => Some(kquant::KQuant::Q5K),
-            Format::Q6_K => Some(kquant::KQuant::Q6K),
-            _ => None,
-        }
+    /// Q2_K … Q6_K: 256-value super-blocks with sub-block scales (`kquant`).
+    pub const fn is_kquant(self) -> bool {
+        matches!(self, Format::Q2_K | Format::Q3_K | Format::Q4_K | Format::Q5_K | Format::Q6_K)
     }
 
     /// The fields of one block as GGUF stores them, in the order GPU backends keep them as

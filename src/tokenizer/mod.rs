@@ -356,7 +356,7 @@ impl Tokenizer {
     }
 
     /// The number of usable merges (those whose parts and result are all tokens); 0 for
-    /// SentencePiece.
+    /// SentencePiece. `ultra info` shows it.
     pub fn n_merges(&self) -> usize {
         match &self.model {
             Model::Bpe { merges, .. } => merges.len(),

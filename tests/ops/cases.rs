@@ -286,7 +286,7 @@ pub fn unsupported_on(backend: &str, op: &Op) -> bool {
         Op::Matmul { format, .. } | Op::SiluMulMatmul { format, .. } | Op::Embed { format, .. } => format,
         _ => return false,
     };
-    format.kquant().is_some() && matches!(backend, "wgpu" | "cuda")
+    format.is_kquant() && matches!(backend, "wgpu" | "cuda")
 }
 
 pub fn all() -> Vec<Case> {

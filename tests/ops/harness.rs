@@ -55,7 +55,7 @@ pub fn random_weight(rng: &mut Rng, format: Format, rows: usize, cols: usize) ->
             Format::F32 => bytes.extend(x.to_le_bytes()),
             Format::F16 => bytes.extend(f16::from_f32(x).to_le_bytes()),
             Format::BF16 => bytes.extend(bf16::from_f32(x).to_le_bytes()),
-            _ if format.kquant().is_some() => {
+            _ if format.is_kquant() => {
                 // Random quants and sub-block scales; the f16 super-block scale(s) in [0.001, 0.01].
                 let start = bytes.len();
                 bytes.extend((0..format.block_bytes()).map(|_| rng.next_u64() as u8));

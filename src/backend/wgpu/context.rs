@@ -11,9 +11,9 @@ use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::{Arc, Mutex};
 
 use super::kernels::Variant;
+use super::profile::{PROFILED, Profiler};
 use crate::backend::check;
 use crate::backend::host_mirror::HostMirror;
-use crate::backend::profile::ProfileTable;
 use crate::error::{Error, Result};
 
 /// Bytes of the parameter arena (one submission's worth; a longer recording flushes early).
@@ -88,18 +88,18 @@ struct Compiled {
     layout: wgpu::BindGroupLayout,
 }
 
-struct Dispatch {
-    v: Variant,
-    pipeline: wgpu::ComputePipeline,
-    bind_group: wgpu::BindGroup,
-    offset: u32,
-    groups: [u32; 3],
+pub(super) struct Dispatch {
+    pub(super) v: Variant,
+    pub(super) pipeline: wgpu::ComputePipeline,
+    pub(super) bind_group: wgpu::BindGroup,
+    pub(super) offset: u32,
+    pub(super) groups: [u32; 3],
 }
 
 #[derive(Default)]
-struct State {
-    pending: Vec<Dispatch>,
-    params: Vec<u8>,
+pub(super) struct State {
+    pub(super) pending: Vec<Dispatch>,
+    pub(super) params: Vec<u8>,
     bind_groups: HashMap<(Variant, [u64; MAX_BINDINGS]), wgpu::BindGroup>,
     staging: Option<wgpu::Buffer>,
 }
@@ -122,22 +122,8 @@ pub struct Context {
     next_id: AtomicU64,
     pub(crate) transfers: AtomicU64,
     pub(crate) scratch: Mutex<Option<Arc<GpuBuffer>>>,
-    profiler: Option<Profiler>,
+    pub(super) profiler: Option<Profiler>,
 }
-
-/// `ULTRA_WGPU_PROFILE=1` (adapters with timestamp queries): every dispatch gets its own pass
-/// with GPU timestamps, each flush waits for them, and dropping the context prints the GPU time
-/// per kernel variant on stderr. Slow (no overlap between dispatches); for finding hot kernels.
-struct Profiler {
-    queries: wgpu::QuerySet,
-    resolve: wgpu::Buffer,
-    readback: wgpu::Buffer,
-    period_ns: f64,
-    totals: Mutex<ProfileTable>,
-}
-
-/// Dispatches timed per flush (two queries each); later ones in the same flush are not timed.
-const PROFILED: usize = 2048;
 
 fn unavailable(reason: impl ToString) -> Error {
     Error::DeviceUnavailable { backend: "wgpu", reason: reason.to_string() }
@@ -195,28 +181,7 @@ impl Context {
             mapped_at_creation: false,
         });
         let subgroup_size = features.contains(wgpu::Features::SUBGROUP).then_some(info.subgroup_min_size);
-        let profiler = profile.then(|| {
-            let bytes = (PROFILED * 16) as u64;
-            let buffer = |label, usage| {
-                device.create_buffer(&wgpu::BufferDescriptor {
-                    label: Some(label),
-                    size: bytes,
-                    usage,
-                    mapped_at_creation: false,
-                })
-            };
-            Profiler {
-                queries: device.create_query_set(&wgpu::QuerySetDescriptor {
-                    label: Some("profile"),
-                    ty: wgpu::QueryType::Timestamp,
-                    count: (PROFILED * 2) as u32,
-                }),
-                resolve: buffer("profile resolve", wgpu::BufferUsages::QUERY_RESOLVE | wgpu::BufferUsages::COPY_SRC),
-                readback: buffer("profile readback", wgpu::BufferUsages::MAP_READ | wgpu::BufferUsages::COPY_DST),
-                period_ns: queue.get_timestamp_period() as f64,
-                totals: Mutex::default(),
-            }
-        });
+        let profiler = profile.then(|| Profiler::new(&device, &queue));
         Ok(Context {
             profiler,
             device,

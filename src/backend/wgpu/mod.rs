@@ -10,6 +10,7 @@ pub mod kernels;
 mod matmul;
 mod memory;
 mod norm;
+mod profile;
 mod rope;
 mod sampling;
 

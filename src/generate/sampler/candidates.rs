@@ -21,8 +21,7 @@ impl Sampler {
     /// token can be drawn).
     pub fn top_k_request(&self, vocab: usize) -> Option<usize> {
         let c = &self.config;
-        let penalized = c.repeat_penalty != 1.0 && c.repeat_last_n > 0;
-        if c.is_greedy() || penalized || vocab == 0 {
+        if c.is_greedy() || c.is_penalized() || vocab == 0 {
             return None;
         }
         match c.top_k {

@@ -82,6 +82,22 @@ fn repeat_penalty_divides_positive_and_multiplies_negative_logits() {
 }
 
 #[test]
+fn frequency_penalty_counts_repeats_and_presence_penalty_does_not() {
+    let logits = [2.0, -1.0, 0.5, 3.0];
+    // Window of 4: [0, 0, 0, 2]; token 3 was seen only before the window.
+    let history = [3, 0, 0, 0, 2];
+    let config = SamplerConfig { frequency_penalty: 0.5, presence_penalty: 0.25, repeat_last_n: 4, ..sampling() };
+    let penalized = [2.0 - 3.0 * 0.5 - 0.25, -1.0, 0.5 - 0.5 - 0.25, 3.0];
+    let all = [0, 1, 2, 3];
+    assert_close(&distribution(config.clone(), &logits, &history), &softmax_over(&penalized, &all, 1.0));
+    assert!(config.is_penalized());
+    let truncated = Sampler::new(SamplerConfig { top_k: 2, ..config }).unwrap();
+    assert_eq!(truncated.top_k_request(4), None, "penalties need the full row");
+    let out_of_range = SamplerConfig { frequency_penalty: 2.5, ..SamplerConfig::default() };
+    assert!(Sampler::new(out_of_range).is_err());
+}
+
+#[test]
 fn empty_history_or_window_means_no_penalty() {
     let logits = [2.0, -1.0, 0.5];
     let plain = softmax_over(&[2.0, -1.0, 0.5], &[0, 1, 2], 1.0);
@@ -373,15 +389,29 @@ fn any_logit() -> impl Strategy<Value = f32> {
 
 fn any_config() -> impl Strategy<Value = SamplerConfig> {
     let temperature = prop_oneof![Just(0.0f32), 1e-30f32..1e-3, 1e-3f32..20.0];
-    (temperature, 0usize..12, 0.0f32..=1.0, 0.0f32..=1.0, 0.01f32..4.0, 0usize..8, any::<u64>()).prop_map(
-        |(temperature, top_k, top_p, min_p, repeat_penalty, repeat_last_n, seed)| SamplerConfig {
+    let additive = prop_oneof![Just(0.0f32), -2.0f32..=2.0];
+    let penalties = (0.01f32..4.0, additive.clone(), additive);
+    (temperature, 0usize..12, 0.0f32..=1.0, 0.0f32..=1.0, penalties, 0usize..8, any::<u64>()).prop_map(
+        |(
             temperature,
             top_k,
             top_p,
             min_p,
-            repeat_penalty,
+            (repeat_penalty, frequency_penalty, presence_penalty),
             repeat_last_n,
             seed,
+        )| {
+            SamplerConfig {
+                temperature,
+                top_k,
+                top_p,
+                min_p,
+                repeat_penalty,
+                repeat_last_n,
+                frequency_penalty,
+                presence_penalty,
+                seed,
+            }
         },
     )
 }

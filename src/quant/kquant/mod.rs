@@ -17,7 +17,11 @@
 //!
 //! Quantizers follow ggml's `quantize_row_q*_K_ref` (what `llama-quantize` writes when it is given
 //! no importance matrix); see each format's file for its search, and `search.rs` for the rounding.
+//! They reproduce the bytes of ggml's own C built without floating-point contraction
+//! (`tests/kquant.rs`, data in `tests/data/quant/kquant_ggml.json`). `mix` chooses a k-quant per
+//! tensor as `llama-quantize`'s file types (Q4_K_M, ...) do.
 
+pub mod mix;
 mod q2_k;
 mod q3_k;
 mod q4_k;
@@ -40,77 +44,6 @@ pub const Q3_K_BLOCK_BYTES: usize = 110;
 pub const Q4_K_BLOCK_BYTES: usize = 144;
 pub const Q5_K_BLOCK_BYTES: usize = 176;
 pub const Q6_K_BLOCK_BYTES: usize = 210;
-
-/// One of the five k-quant formats, for code that picks the format at run time.
-#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
-pub enum KQuant {
-    Q2K,
-    Q3K,
-    Q4K,
-    Q5K,
-    Q6K,
-}
-
-impl KQuant {
-    pub const ALL: [KQuant; 5] = [KQuant::Q2K, KQuant::Q3K, KQuant::Q4K, KQuant::Q5K, KQuant::Q6K];
-
-    /// ggml's type id (`enum ggml_type`).
-    pub const fn ggml_id(self) -> u32 {
-        match self {
-            KQuant::Q2K => 10,
-            KQuant::Q3K => 11,
-            KQuant::Q4K => 12,
-            KQuant::Q5K => 13,
-            KQuant::Q6K => 14,
-        }
-    }
-
-    /// ggml's name (`Q4_K`).
-    pub const fn name(self) -> &'static str {
-        match self {
-            KQuant::Q2K => "Q2_K",
-            KQuant::Q3K => "Q3_K",
-            KQuant::Q4K => "Q4_K",
-            KQuant::Q5K => "Q5_K",
-            KQuant::Q6K => "Q6_K",
-        }
-    }
-
-    /// Bytes per super-block of [`QK_K`] values.
-    pub const fn block_bytes(self) -> usize {
-        match self {
-            KQuant::Q2K => Q2_K_BLOCK_BYTES,
-            KQuant::Q3K => Q3_K_BLOCK_BYTES,
-            KQuant::Q4K => Q4_K_BLOCK_BYTES,
-            KQuant::Q5K => Q5_K_BLOCK_BYTES,
-            KQuant::Q6K => Q6_K_BLOCK_BYTES,
-        }
-    }
-
-    /// dst = the values of `src`, whole super-blocks holding exactly `dst.len()` values.
-    /// Panics if the lengths disagree: callers size both from the same row shape.
-    pub fn dequantize_row(self, src: &[u8], dst: &mut [f32]) {
-        match self {
-            KQuant::Q2K => dequantize_row_q2_k(src, dst),
-            KQuant::Q3K => dequantize_row_q3_k(src, dst),
-            KQuant::Q4K => dequantize_row_q4_k(src, dst),
-            KQuant::Q5K => dequantize_row_q5_k(src, dst),
-            KQuant::Q6K => dequantize_row_q6_k(src, dst),
-        }
-    }
-
-    /// Writes the encoding of `src` over `dst`, which holds exactly that many bytes.
-    /// Panics if the lengths disagree.
-    pub fn quantize_row(self, src: &[f32], dst: &mut [u8]) {
-        match self {
-            KQuant::Q2K => quantize_row_q2_k(src, dst),
-            KQuant::Q3K => quantize_row_q3_k(src, dst),
-            KQuant::Q4K => quantize_row_q4_k(src, dst),
-            KQuant::Q5K => quantize_row_q5_k(src, dst),
-            KQuant::Q6K => quantize_row_q6_k(src, dst),
-        }
-    }
-}
 
 /// Runs a block dequantizer over a row. Panics if `src` and `dst` are not the same number of
 /// whole super-blocks.

@@ -208,6 +208,40 @@ def main():
     decode = [{"ids": ids, "text_hex": hf.decode(ids, skip_special_tokens=False).encode("utf-8").hex()}
               for ids in decode_cases]
 
+    # The same vocabulary made Llama-2-like: add_space_prefix on, and the user-defined runs of
+    # spaces typed UNUSED (Llama 2 has none; llama.cpp matches them in the text before the leading
+    # space is added and SentencePiece after, so with both a prefix and those tokens the two part on
+    # texts that start with a space). llama.cpp writes a leading `▁` at the start and after every
+    # special token: that is SentencePiece with its dummy prefix run on each fragment between the
+    # special tokens (user-defined ones always, control ones with parse_special).
+    prefix_types = [5 if ty == 4 and t and not t.strip(" ") else ty for t, ty in zip(tokens, types)]
+    prefix_meta = dict(meta)
+    prefix_meta["tokenizer.ggml.add_space_prefix"] = True
+    prefix_meta["tokenizer.ggml.token_type"] = prefix_types
+    sp_prefix = sentencepiece_processor(prefix_meta)
+    user_defined = sorted((t for t, ty in zip(tokens, prefix_types) if ty == 4 and t), key=lambda t: (-len(t), t))
+    special_ids = {t: i for i, (t, ty) in enumerate(zip(tokens, prefix_types)) if ty in (3, 4)}
+
+    def split_re(texts):
+        return re.compile("(" + "|".join(re.escape(t) for t in texts) + ")")
+
+    splitters = {True: split_re(sorted(control + user_defined, key=lambda t: (-len(t), t))), False: split_re(user_defined)}
+
+    def sp_prefix_encode(text, parse_special):
+        out = []
+        for part in splitters[parse_special].split(text):
+            if part in special_ids and (parse_special or prefix_types[special_ids[part]] == 4):
+                out.append(special_ids[part])
+            elif part:
+                out.extend(sp_prefix.encode(part))
+        return out
+
+    space_prefix = [
+        {"name": name, "text": text, **{f"ids_{suffix}": sp_prefix_encode(text, ps)
+                                        for ps, suffix in ((True, "parse_special"), (False, "no_parse_special"))}}
+        for name, text in CASES + [(f"prefix_{n}", t) for n, t in random_cases(100, seed=11)]
+    ]
+
     out = {
         "model": {"file": Path(path).name, "sha256": digest},
         "made_with": {pkg: version(pkg) for pkg in ("transformers", "tokenizers", "sentencepiece", "gguf")},
@@ -224,6 +258,7 @@ def main():
         },
         "cases": cases,
         "decode": decode,
+        "space_prefix_cases": space_prefix,
     }
     target = Path(__file__).with_name("tokenize.json")
     # One case per line: small, and diffs read case by case.
@@ -231,7 +266,7 @@ def main():
         return json.dumps(value, ensure_ascii=False, separators=(",", ":"))
 
     lines = [f' "{key}": {dump(out[key])},' for key in ("model", "made_with", "vocab")]
-    for key in ("cases", "decode"):
+    for key in ("cases", "decode", "space_prefix_cases"):
         items = ",\n  ".join(dump(item) for item in out[key])
         lines.append(f' "{key}": [\n  {items}\n ],')
     lines[-1] = lines[-1].rstrip(",")
@@ -239,7 +274,8 @@ def main():
     json.loads(target.read_text())
     differ = [c["name"] for c in cases if any(k.startswith("sentencepiece_ids") for k in c)]
     assert all(name.startswith("spaces_") for name in differ), differ
-    print(f"{target}: {len(cases)} cases, {len(decode)} decode cases; HF and SentencePiece differ on {differ}")
+    print(f"{target}: {len(cases)} cases, {len(decode)} decode cases, {len(space_prefix)} with add_space_prefix; "
+          f"HF and SentencePiece differ on {differ}")
 
 
 if __name__ == "__main__":
