@@ -63,7 +63,7 @@ pub fn run(args: ServeArgs) -> Result<()> {
         }
         DraftMode::Lookup => bail!("--draft-mode lookup needs --speculate K with K ≥ 1"),
         other => bail!(
-            "the server speculates with --draft-mode lookup only (a draft model per batch is not built); --draft-mode {} takes `ultra generate`",
+            "the server speculates with --draft-mode lookup only; --draft-mode {} takes `ultra generate`",
             format!("{other:?}").to_lowercase()
         ),
     };

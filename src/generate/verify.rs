@@ -35,9 +35,9 @@ pub fn verify(scores: &Scores<'_>, sampler: &mut Sampler, draft: &Draft, history
         Scores::Logits(rows) => rows,
     };
     if sampler.config().is_greedy() {
-        for i in 0..k {
-            let best = sampler.sample(logits[i], history);
-            if best != draft.tokens[i] {
+        for (i, (row, &drafted)) in logits.iter().zip(&draft.tokens).enumerate() {
+            let best = sampler.sample(row, history);
+            if best != drafted {
                 return (i, best);
             }
             history.push(best);
