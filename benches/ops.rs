@@ -93,6 +93,7 @@ fn attention(c: &mut Criterion) {
         n_kv_heads: N_KV_HEADS,
         head_dim: HEAD_DIM,
         scale: 1.0 / (HEAD_DIM as f32).sqrt(),
+        window: None,
     };
     let cases =
         [("decode", 1, 128), ("decode", 1, 512), ("decode", 1, 2048), ("prefill", 128, 128), ("prefill", 512, 512)];
@@ -133,7 +134,7 @@ fn pointwise(c: &mut Criterion) {
         let mut q = tensor(&cpu, m, N_HEADS * HEAD_DIM, 7);
         let pos = u32_tensor(&cpu, &(0..m as u32).collect::<Vec<_>>());
         group.bench_function(format!("rope/heads{N_HEADS}x{HEAD_DIM}"), |b| {
-            b.iter(|| cpu.rope(&mut q, &pos, &rope).unwrap())
+            b.iter(|| cpu.rope(&mut q, &pos, &rope, None).unwrap())
         });
         let (gate, up) = (tensor(&cpu, m, D_FF, 8), tensor(&cpu, m, D_FF, 9));
         let mut hidden = cpu.alloc(DType::F32, m, D_FF).unwrap();

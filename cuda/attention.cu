@@ -1,5 +1,6 @@
-// attention  dst[t, h] = Σ_{j ≤ pos[t]} softmax_j(scale · q[t, h] · K[j, h/g]) · V[j, h/g], K and V read through
-//            the block table: slot(j) = block_table[seq[t]][j / block_size] · block_size + j % block_size
+// attention  dst[t, h] = Σ_{j0 ≤ j ≤ pos[t]} softmax_j(scale · q[t, h] · K[j, h/g]) · V[j, h/g], K and V read through
+//            the block table: slot(j) = block_table[seq[t]][j / block_size] · block_size + j % block_size;
+//            j0 = first_key(pos[t], window) (common.cuh; 0 without a window): keys before it are never read
 // Layout     q, dst: [n_tokens, n_heads · head_dim] f32; cache_k, cache_v: [n_slots, n_kv_heads · head_dim];
 //            partial: [n_tokens · n_heads][n_splits][2 + head_dim] = (max, sum, unnormalized output);
 //            done: u32 [n_tokens · n_heads] split counters, zero between launches
@@ -30,7 +31,8 @@ __device__ void combine_splits(const float* base, float* out, u32 head_dim, u32 
 extern "C" __global__ void __launch_bounds__(128)
     attention(const float* q, const float* cache_k, const float* cache_v, const u32* seq, const u32* pos,
               const u32* block_table, float* dst, float* partial, u32* done, u32 n_heads, u32 n_kv_heads,
-              u32 head_dim, float scale, u32 block_size, u32 max_blocks, u32 n_splits, u32 n_seqs, u32 n_slots) {
+              u32 head_dim, float scale, u32 block_size, u32 max_blocks, u32 n_splits, u32 n_seqs, u32 n_slots,
+              u32 window) {
     __shared__ float s_max[ATT_WARPS], s_sum[ATT_WARPS];
     __shared__ float s_acc[ATT_WARPS][256];
     const u32 th = blockIdx.x, t = th / n_heads, h = th % n_heads, split = blockIdx.y;
@@ -48,7 +50,11 @@ extern "C" __global__ void __launch_bounds__(128)
         acc[i] = 0.0f;
     }
     float run_max = -1e30f, run_sum = 0.0f;  // finite start: empty splits merge without NaN
-    for (u32 j = split + n_splits * warp; j <= last && last != 0xffffffffu; j += n_splits * ATT_WARPS) {
+    // This warp's keys are j ≡ off (mod stride): the first of them at or after the window's start.
+    const u32 off = split + n_splits * warp, stride = n_splits * ATT_WARPS;
+    const u32 lo = last != 0xffffffffu ? first_key(last, window) : 0;
+    const u32 j_start = lo <= off ? off : off + (lo - off + stride - 1) / stride * stride;
+    for (u32 j = j_start; j <= last && last != 0xffffffffu; j += stride) {
         if (j / block_size >= max_blocks) break;
         const u64 slot = (u64)table[j / block_size] * block_size + j % block_size;
         if (slot >= n_slots) break;  // a block outside the cache: skipped, never read

@@ -12,7 +12,9 @@
 //          Rows may belong to different sequences (continuous batching): the block makes one pass per distinct
 //          sequence among its rows, in ascending seq id; a pass reads keys 0 ..= the largest pos of that
 //          sequence's rows through its block-table row (keys outside the table or the cache are skipped, never
-//          read), and row r takes key j only if it is in the pass's sequence and j ≤ pos[r]. A prefill tile is
+//          read), and row r takes key j only if it is in the pass's sequence and j0(r) ≤ j ≤ pos[r], j0(r) =
+//          first_key(pos[r], window); a pass starts at the tile holding its rows' smallest j0 and never looks up
+//          a key below that j0. A prefill tile is
 //          one pass; a tile of k sequences reads each one's keys once, k passes.
 // Numerics f32 throughout: q pre-multiplied by scale; q · k a sequential fma chain over d; per row an online
 //          softmax over 64-key tiles (running max from a finite -1e30 so all-masked tiles rescale by exactly 1,
@@ -33,7 +35,7 @@ struct PrefillArgs {
     float* dst;
     u32 n_tokens, n_heads, n_kv_heads, head_dim;
     float scale;
-    u32 block_size, max_blocks, n_seqs, n_slots;
+    u32 block_size, max_blocks, n_seqs, n_slots, window;
 };
 
 // Offset of row i's head vector in q or dst (row i as in the header, of KV head kv_head).
@@ -66,14 +68,14 @@ __device__ void load_rows(const PrefillArgs& a, u64 row0, u32 kv_head, float* s_
     }
 }
 
-// s_slot[c] = the cache slot of key k0 + c of sequence `cur`, or PF_NONE when it is at or past `end`
+// s_slot[c] = the cache slot of key k0 + c of sequence `cur`, or PF_NONE when it is below `begin`, at or past `end`
 // (end ≤ max_blocks · block_size, so the table index stays in the row) or its block lies outside the cache.
-__device__ __forceinline__ void stage_slots(const PrefillArgs& a, u32 cur, u64 k0, u64 end, u32* s_slot) {
+__device__ __forceinline__ void stage_slots(const PrefillArgs& a, u32 cur, u64 k0, u64 begin, u64 end, u32* s_slot) {
     const u32 tid = threadIdx.x;
     if (tid >= PF_KEYS) return;
     const u64 j = k0 + tid;
     u32 slot = PF_NONE;
-    if (j < end) {
+    if (j >= begin && j < end) {
         const u64 s = (u64)a.block_table[(u64)cur * a.max_blocks + j / a.block_size] * a.block_size + j % a.block_size;
         if (s < a.n_slots) slot = (u32)s;
     }
@@ -111,6 +113,7 @@ struct RowState {
     float m[4], l[4], acc[4][HD / 16];
     bool live[4];  // the row belongs to the current pass's sequence
     u32 last[4];   // the row's pos: its last key
+    u32 first[4];  // its first key (the sliding window's start; 0 without one)
 };
 
 // Scores of the thread's 4 rows × 4 keys of the staged K tile, masked, folded into the online softmax;
@@ -143,7 +146,7 @@ __device__ void score_tile(const PrefillArgs& a, RowState<HD>& st, u64 k0, const
 #pragma unroll
         for (int b = 0; b < 4; b++) {
             const u32 c = tx + 16 * b;
-            const bool keep = st.live[i] && s_slot[c] != PF_NONE && k0 + c <= st.last[i];
+            const bool keep = st.live[i] && s_slot[c] != PF_NONE && k0 + c <= st.last[i] && k0 + c >= st.first[i];
             s[i][b] = keep ? s[i][b] : -INFINITY;
             mx = fmaxf(mx, s[i][b]);
         }
@@ -181,18 +184,24 @@ __device__ void accumulate_pv(RowState<HD>& st, u32 n_keys, const float* s_p, co
 }
 
 // The next pass's sequence: the smallest seq id among rows not yet done (PF_NONE when all are), and
-// through s_max_pos the largest pos among its rows. Every thread must call it (it holds barriers).
-__device__ u32 next_sequence(const u32* s_seq, const u32* s_pos, u32* s_cur, u32* s_max_pos) {
+// through s_max_pos the largest pos among its rows, through s_min_first the smallest first key. Every thread
+// must call it (it holds barriers).
+__device__ u32 next_sequence(const u32* s_seq, const u32* s_pos, u32 window, u32* s_cur, u32* s_max_pos,
+                             u32* s_min_first) {
     const u32 tid = threadIdx.x;
     if (tid == 0) {
         *s_cur = PF_NONE;
         *s_max_pos = 0;
+        *s_min_first = PF_NONE;
     }
     __syncthreads();
     if (tid < PF_ROWS && s_seq[tid] != PF_NONE) atomicMin(s_cur, s_seq[tid]);
     __syncthreads();
     const u32 cur = *s_cur;
-    if (cur != PF_NONE && tid < PF_ROWS && s_seq[tid] == cur) atomicMax(s_max_pos, s_pos[tid]);
+    if (cur != PF_NONE && tid < PF_ROWS && s_seq[tid] == cur) {
+        atomicMax(s_max_pos, s_pos[tid]);
+        atomicMin(s_min_first, first_key(s_pos[tid], window));
+    }
     __syncthreads();
     return cur;
 }
@@ -203,7 +212,7 @@ __device__ void attention_prefill_body(const PrefillArgs& a) {
     float* s_q = (float*)smem;                    // [PF_ROWS][PF_STRIDE], scaled q
     float* s_kv = s_q + PF_ROWS * PF_STRIDE(HD);  // [PF_KEYS][PF_STRIDE], the tile's K, then its V
     float* s_p = s_kv + PF_KEYS * PF_STRIDE(HD);  // [PF_ROWS][PF_KEYS + 1], the tile's probabilities
-    __shared__ u32 s_seq[PF_ROWS], s_pos[PF_ROWS], s_slot[PF_KEYS], s_cur, s_max_pos;
+    __shared__ u32 s_seq[PF_ROWS], s_pos[PF_ROWS], s_slot[PF_KEYS], s_cur, s_max_pos, s_min_first;
     const u32 tid = threadIdx.x, tx = tid & 15, ty = tid >> 4, kv_head = blockIdx.y;
     const u64 row0 = (u64)blockIdx.x * PF_ROWS, key_cap = (u64)a.max_blocks * a.block_size;
 
@@ -217,15 +226,17 @@ __device__ void attention_prefill_body(const PrefillArgs& a) {
         for (int k = 0; k < HD / 16; k++) st.acc[i][k] = 0.0f;
     }
     // next_sequence's first barrier also publishes load_rows' writes.
-    for (u32 cur; (cur = next_sequence(s_seq, s_pos, &s_cur, &s_max_pos)) != PF_NONE;) {
-        const u64 end = min((u64)s_max_pos + 1, key_cap);  // keys 0 .. end-1 of sequence cur
+    for (u32 cur; (cur = next_sequence(s_seq, s_pos, a.window, &s_cur, &s_max_pos, &s_min_first)) != PF_NONE;) {
+        const u64 end = min((u64)s_max_pos + 1, key_cap);  // keys begin .. end-1 of sequence cur
+        const u64 begin = s_min_first;
 #pragma unroll
         for (int i = 0; i < 4; i++) {
             st.live[i] = s_seq[ty + 16 * i] == cur;
             st.last[i] = s_pos[ty + 16 * i];
+            st.first[i] = first_key(st.last[i], a.window);
         }
-        for (u64 k0 = 0; k0 < end; k0 += PF_KEYS) {
-            stage_slots(a, cur, k0, end, s_slot);
+        for (u64 k0 = begin / PF_KEYS * PF_KEYS; k0 < end; k0 += PF_KEYS) {
+            stage_slots(a, cur, k0, begin, end, s_slot);
             __syncthreads();
             stage_kv<HD>(a, a.cache_k, kv_head, s_slot, s_kv);
             __syncthreads();
@@ -259,10 +270,10 @@ __device__ void attention_prefill_body(const PrefillArgs& a) {
         attention_prefill_##HD(const float* q, const float* cache_k, const float* cache_v, const u32* seq,    \
                                const u32* pos, const u32* block_table, float* dst, u32 n_tokens, u32 n_heads, \
                                u32 n_kv_heads, u32 head_dim, float scale, u32 block_size, u32 max_blocks,     \
-                               u32 n_seqs, u32 n_slots) {                                                     \
+                               u32 n_seqs, u32 n_slots, u32 window) {                                         \
         const PrefillArgs a = {q,         cache_k,    cache_v, seq,       pos,       block_table,             \
                                dst,       n_tokens,   n_heads, n_kv_heads, head_dim, scale,                   \
-                               block_size, max_blocks, n_seqs, n_slots};                                      \
+                               block_size, max_blocks, n_seqs, n_slots,   window};                            \
         attention_prefill_body<HD>(a);                                                                        \
     }
 

@@ -35,6 +35,10 @@ __device__ __forceinline__ int dp4a(int a, int b, int c) {
     return r;
 }
 
+// The first key position a token at p sees with a sliding window of `window` keys (0: no window):
+// keys p - window < j <= p (attention.cu, attention_prefill.cu).
+__device__ __forceinline__ u32 first_key(u32 p, u32 window) { return window != 0 && p + 1 > window ? p + 1 - window : 0; }
+
 __device__ __forceinline__ float warp_sum(float v) {
 #pragma unroll
     for (int o = 16; o > 0; o >>= 1) v += __shfl_xor_sync(FULL_MASK, v, o);

@@ -1,7 +1,9 @@
 // attention  split-K decoding, pass 1: for token t, the hpw heads h0.. of one GQA group (sharing K/V head
-//            h0 / group) and chunk c of positions [c·CHUNK, min((c+1)·CHUNK, pos[t] + 1)): (m, l, o) per head
+//            h0 / group) and chunk c of positions [max(c·CHUNK, j0), min((c+1)·CHUNK, pos[t] + 1)): (m, l, o) per head,
+//            j0 = first_key(pos[t], window)
 // Layout     attention_chunk's inputs; part: vec4 [n_tokens, n_heads, n_chunks, hd/4 + 1] = ((m, l, 0, 0), o[hd/4])
-// Launch     grid (n_chunks, n_heads / hpw, n_tokens); 64 threads; chunks past pos[t] return at once (never read)
+// Launch     grid (n_chunks, n_heads / hpw, n_tokens); 64 threads; chunks past pos[t] or wholly before j0 return at
+//            once (never read)
 // Numerics   attention_chunk's; attention_combine folds the chunks exactly as attention_tiled does in registers
 
 // Workgroup memory: qs 4 KiB (hpw · hd ≤ 1024), kv 8.5 KiB (16 rows of hd 128 per stage), ~1.2 KiB more:
@@ -22,7 +24,8 @@ fn attention(@builtin(workgroup_id) wg: vec3<u32>, @builtin(local_invocation_ind
     let h0 = wg.y * params.hpw;
     let rows = params.hpw;
     let c0 = c * CHUNK;
-    if (c0 > pos[t]) {
+    let lo = first_key(pos[t], params.window);
+    if (c0 > pos[t] || c0 + CHUNK <= lo) {
         return;
     }
     let n = min(CHUNK, pos[t] + 1u - c0);
@@ -32,9 +35,10 @@ fn attention(@builtin(workgroup_id) wg: vec3<u32>, @builtin(local_invocation_ind
     }
     if (lane < rows) {
         nk[lane] = n;
+        k0[lane] = lo - min(lo, c0);
     }
     let kv_col = (h0 / (params.n_heads / params.n_kv_heads)) * hd4;
-    chunk(c0, n, seq[t] * params.max_blocks, kv_col, rows, lane);
+    chunk(c0, n, lo, seq[t] * params.max_blocks, kv_col, rows, lane);
     for (var k = 0u; k < ITEMS; k++) {
         let i = lane + k * WG;
         let r = i / hd4;

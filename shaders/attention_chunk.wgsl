@@ -1,5 +1,6 @@
 // attention_chunk  one chunk of ≤ CHUNK key positions for a workgroup's query rows (shared by attention and
-//                  attention_tiled): row r sees keys j < nk[r]: m = max s_j, p_j = e^(s_j - m), l = Σ p_j, o = Σ p_j V_j
+//                  attention_tiled): row r sees keys k0[r] ≤ j < nk[r]: m = max s_j, p_j = e^(s_j - m), l = Σ p_j,
+//                  o = Σ p_j V_j (k0 > 0 only at a sliding window's edge; positions below the caller's lo are not staged)
 // Layout           qs: [rows, hd/4] q · scale (the caller fills it); kv: [R, hd/4 + 1] staged K or V rows; sc: [rows, CHUNK]
 // Launch           called by all WG threads of the workgroup in uniform control flow; the caller defines WG, QH, QV, SV, ITEMS
 // Numerics         f32. s_j = a vec4 fma chain over the head dim, then (x + y) + (z + w); l, o summed over j in order.
@@ -8,7 +9,7 @@
 struct Params {
     n_heads: u32, n_kv_heads: u32, head_dim: u32, scale: f32,
     block_size: u32, max_blocks: u32, n_tokens: u32, hpw: u32,
-    qt: u32, n_chunks: u32,
+    qt: u32, n_chunks: u32, window: u32,
 }
 
 @group(0) @binding(0) var<uniform> params: Params;
@@ -24,7 +25,8 @@ var<workgroup> qs: array<vec4<f32>, QV>;
 var<workgroup> kv: array<vec4<f32>, SV>;
 var<workgroup> sc: array<f32, QH * CHUNK>; // scores, then probabilities
 var<workgroup> mx: array<f32, QH>;         // per row: the chunk's max score
-var<workgroup> nk: array<u32, QH>;         // per row: keys of this chunk it sees (the caller sets it)
+var<workgroup> nk: array<u32, QH>;         // per row: end of the keys of this chunk it sees (the caller sets it)
+var<workgroup> k0: array<u32, QH>;         // per row: first key of this chunk it sees (the caller sets it)
 var<workgroup> slots: array<u32, CHUNK>;
 
 // Per thread, item k = lane + k·WG is (row k / hd4, vec4 column k % hd4): its chunk o and l.
@@ -57,12 +59,13 @@ fn score(r: u32, jj: u32, hd4: u32) -> f32 {
 }
 
 // Positions [c0, c0 + n_max) of block-table row `row` (n_max ≥ every nk[r]); leaves mx and, per item, oc and lc.
-fn chunk(c0: u32, n_max: u32, row: u32, kv_col: u32, rows: u32, lane: u32) {
+// Positions below lo (before every row's window) are not looked up in the table: slot 0 stands in, never used.
+fn chunk(c0: u32, n_max: u32, lo: u32, row: u32, kv_col: u32, rows: u32, lane: u32) {
     let hd4 = params.head_dim / 4u;
     let per_stage = min(CHUNK, SV / (hd4 + 1u));
     if (lane < n_max) {
         let j = c0 + lane;
-        slots[lane] = table[row + j / params.block_size] * params.block_size + j % params.block_size;
+        slots[lane] = select(0u, table[row + j / params.block_size] * params.block_size + j % params.block_size, j >= lo);
     }
     workgroupBarrier();
     for (var st = 0u; st < n_max; st += per_stage) {
@@ -72,7 +75,7 @@ fn chunk(c0: u32, n_max: u32, row: u32, kv_col: u32, rows: u32, lane: u32) {
         for (var i = lane; i < rows * n; i += WG) {
             let r = i / n;
             let jj = i % n;
-            if (st + jj < nk[r]) {
+            if (st + jj < nk[r] && st + jj >= k0[r]) {
                 sc[r * CHUNK + st + jj] = score(r, jj, hd4);
             }
         }
@@ -80,7 +83,7 @@ fn chunk(c0: u32, n_max: u32, row: u32, kv_col: u32, rows: u32, lane: u32) {
     }
     if (lane < rows) {
         var m = NEG;
-        for (var j = 0u; j < nk[lane]; j++) {
+        for (var j = k0[lane]; j < nk[lane]; j++) {
             m = max(m, sc[lane * CHUNK + j]);
         }
         mx[lane] = m;
@@ -88,7 +91,7 @@ fn chunk(c0: u32, n_max: u32, row: u32, kv_col: u32, rows: u32, lane: u32) {
     workgroupBarrier();
     for (var i = lane; i < rows * CHUNK; i += WG) {
         let r = i / CHUNK;
-        if (i % CHUNK < nk[r]) {
+        if (i % CHUNK < nk[r] && i % CHUNK >= k0[r]) {
             sc[i] = exp(sc[i] - mx[r]);
         }
     }
@@ -117,7 +120,7 @@ fn accumulate(st: u32, n: u32, rows: u32, lane: u32) {
             let end = min(n, nk[r] - min(nk[r], st));
             var o = oc[k];
             var l = lc[k];
-            for (var jj = 0u; jj < end; jj++) {
+            for (var jj = min(n, k0[r] - min(k0[r], st)); jj < end; jj++) {
                 let p = sc[r * CHUNK + st + jj];
                 o = fma(vec4<f32>(p), kv[jj * (hd4 + 1u) + c], o);
                 l += p;

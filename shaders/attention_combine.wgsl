@@ -1,4 +1,5 @@
-// attention_combine  split-K decoding, pass 2: dst[t, h] = the fold of chunks c = 0 ..= pos[t] / CHUNK of part[t, h]
+// attention_combine  split-K decoding, pass 2: dst[t, h] = the fold of chunks c = j0 / CHUNK ..= pos[t] / CHUNK of
+//                    part[t, h], j0 = first_key(pos[t], window) (the chunks attention wrote)
 // Layout             part: vec4 [n_tokens, n_heads, n_chunks, hd/4 + 1] = ((m, l, 0, 0), o[hd/4]); pos: u32 [n_tokens];
 //                    dst: vec4 [n_tokens, n_heads · hd/4]
 // Launch             grid (n_heads, n_tokens); 64 threads, one vec4 column of the head each (hd ≤ 256)
@@ -6,7 +7,7 @@
 
 const WG: u32 = 64u;
 
-struct Params { n_heads: u32, head_dim: u32, n_chunks: u32 }
+struct Params { n_heads: u32, head_dim: u32, n_chunks: u32, window: u32 }
 
 @group(0) @binding(0) var<uniform> params: Params;
 @group(0) @binding(1) var<storage, read> part: array<vec4<f32>>;
@@ -21,7 +22,7 @@ fn attention_combine(@builtin(workgroup_id) wg: vec3<u32>, @builtin(local_invoca
     let last = pos[t] / CHUNK;
     for (var c4 = lane; c4 < hd4; c4 += WG) {
         var run = run_start();
-        for (var c = 0u; c <= last; c++) {
+        for (var c = first_key(pos[t], params.window) / CHUNK; c <= last; c++) {
             let b = (th * params.n_chunks + c) * (hd4 + 1u);
             let ml = part[b];
             run = fold(run, ml.x, ml.y, part[b + 1u + c4]);

@@ -10,6 +10,12 @@ const NEG: f32 = -3.4028235e38;
 
 struct Run { m: f32, l: f32, o: vec4<f32> }
 
+// The first key position a token at p sees with a sliding window of `window` keys (0: no window):
+// keys p - window < j ≤ p. Chunks wholly before it are neither computed nor folded, in both kernels.
+fn first_key(p: u32, window: u32) -> u32 {
+    return select(0u, p + 1u - window, window != 0u && p + 1u > window);
+}
+
 fn run_start() -> Run {
     return Run(NEG, 0.0, vec4<f32>(0.0));
 }

@@ -38,12 +38,15 @@ fn attention_tiled(@builtin(workgroup_id) wg: vec3<u32>, @builtin(local_invocati
             continue;
         }
         let end = segment_end(s, t0, n_q);
-        for (var c0 = 0u; c0 < end; c0 += CHUNK) {
+        let lo = segment_start(s, t0, n_q);
+        for (var c0 = lo / CHUNK * CHUNK; c0 < end; c0 += CHUNK) {
             if (lane < rows) {
                 let t = t0 + lane / hpw;
+                let j0 = first_key(pos[t], params.window);
                 nk[lane] = select(0u, min(CHUNK, pos[t] + 1u - min(pos[t] + 1u, c0)), seq[t] == s);
+                k0[lane] = select(0u, j0 - min(j0, c0), seq[t] == s);
             }
-            chunk(c0, min(CHUNK, end - c0), s * params.max_blocks, kv_col, rows, lane);
+            chunk(c0, min(CHUNK, end - c0), lo, s * params.max_blocks, kv_col, rows, lane);
             fold_rows(&runs, s, t0, c0, rows, lane);
         }
     }
@@ -65,6 +68,17 @@ fn seen_before(s: u32, t0: u32, i: u32) -> bool {
     return seen;
 }
 
+// The first key the segment of sequence s needs: the smallest first_key of its rows.
+fn segment_start(s: u32, t0: u32, n_q: u32) -> u32 {
+    var lo = 0xffffffffu;
+    for (var j = 0u; j < n_q; j++) {
+        if (seq[t0 + j] == s) {
+            lo = min(lo, first_key(pos[t0 + j], params.window));
+        }
+    }
+    return lo;
+}
+
 // Keys the segment of sequence s needs: its furthest query position + 1.
 fn segment_end(s: u32, t0: u32, n_q: u32) -> u32 {
     var end = 0u;
@@ -76,15 +90,16 @@ fn segment_end(s: u32, t0: u32, n_q: u32) -> u32 {
     return end;
 }
 
-// Folds the chunk at c0 into each item's run, for the rows of sequence s that have keys there (the chunks
-// the combine would fold for that token). Reads storage, not nk: the next chunk may be rewriting nk.
+// Folds the chunk at c0 into each item's run, for the rows of sequence s that have keys there (the chunks the
+// combine would fold for that token: none past its position or wholly before its window). Reads storage, not
+// nk: the next chunk may be rewriting nk.
 fn fold_rows(runs: ptr<function, array<Run, ITEMS>>, s: u32, t0: u32, c0: u32, rows: u32, lane: u32) {
     let hd4 = params.head_dim / 4u;
     for (var k = 0u; k < ITEMS; k++) {
         let r = (lane + k * WG) / hd4;
         if (r < rows) {
             let t = t0 + r / params.hpw;
-            if (seq[t] == s && pos[t] >= c0) {
+            if (seq[t] == s && pos[t] >= c0 && c0 + CHUNK > first_key(pos[t], params.window)) {
                 (*runs)[k] = fold((*runs)[k], mx[r], lc[k], oc[k]);
             }
         }

@@ -1,9 +1,9 @@
-// embed     dst[t, :] = table[ids[t], :]   (dequantized; rows of ids ≥ vocab are zero)
+// embed     dst[t, :] = scale · table[ids[t], :]   (dequantized; rows of ids ≥ vocab are zero)
 // Layout    ids: u32 [n_tokens]; table: [vocab, d] in the format of the joined decode_*.wgsl; dst: [n_tokens, d]
 // Launch    grid (ceil(ceil(d / 8) / 256), n_tokens); one thread per group of 8 values
-// Numerics  exact dequantization (the matmul decoders)
+// Numerics  exact dequantization (the matmul decoders), then one f32 multiply by scale
 
-struct Params { info: WeightInfo, vocab: u32, n_tokens: u32 }
+struct Params { info: WeightInfo, vocab: u32, n_tokens: u32, scale: f32 }
 
 @group(0) @binding(0) var<uniform> params: Params;
 @group(0) @binding(1) var<storage, read> w: array<u32>;
@@ -26,7 +26,7 @@ fn embed(@builtin(workgroup_id) wg: vec3<u32>, @builtin(local_invocation_index) 
     let vals = array<f32, 8>(v.a.x, v.a.y, v.a.z, v.a.w, v.b.x, v.b.y, v.b.z, v.b.w);
     for (var e = 0u; e < 8u; e++) {
         if (g * 8u + e < d) {
-            dst[t * d + g * 8u + e] = vals[e];
+            dst[t * d + g * 8u + e] = vals[e] * params.scale;
         }
     }
 }

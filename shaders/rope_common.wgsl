@@ -1,16 +1,16 @@
 // rope_common  rotate(): one RoPE pair rotation, shared by rope.wgsl and rms_norm_rope.wgsl
 // Layout       none (library text)
 // Launch       none
-// Numerics     f32 angle = pos · freq_scale · theta^(-2i / n_rot), reduced mod 2π exactly
+// Numerics     f32 angle = pos · freq_scale · (theta^(-2i / n_rot) / ff_i), reduced mod 2π exactly
 //              (Cody–Waite, two-part 2π) before sin/cos so large positions keep their accuracy
 
 const TWO_PI_HI: f32 = 6.28125;
 const TWO_PI_LO: f32 = 0.0019353071795864769;
 const INV_TWO_PI: f32 = 0.15915494309189535;
 
-// cos and sin of pos · freq_scale · theta^(-2i / n_rot).
-fn rope_cs(pos: u32, i: u32, n_rot: u32, theta: f32, freq_scale: f32) -> vec2<f32> {
-    let freq = pow(theta, -2.0 * f32(i) / f32(n_rot));
+// cos and sin of pos · freq_scale · theta^(-2i / n_rot) / ff (ff: pair i's frequency factor, 1 for none).
+fn rope_cs(pos: u32, i: u32, n_rot: u32, theta: f32, freq_scale: f32, ff: f32) -> vec2<f32> {
+    let freq = pow(theta, -2.0 * f32(i) / f32(n_rot)) / ff;
     let angle = f32(pos) * freq_scale * freq;
     let turns = round(angle * INV_TWO_PI);
     let r = fma(-turns, TWO_PI_LO, fma(-turns, TWO_PI_HI, angle));

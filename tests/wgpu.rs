@@ -105,7 +105,7 @@ fn check_matmul_and_embed(be: &Wgpu) {
             let mut ids = be.alloc(DType::U32, ids_host.len(), 1).unwrap();
             be.write_u32(&mut ids, &ids_host).unwrap();
             let mut dst = be.alloc(DType::F32, ids_host.len(), k).unwrap();
-            be.embed(&w, &ids, &mut dst).unwrap();
+            be.embed(&w, &ids, 1.0, &mut dst).unwrap();
             let mut got = vec![0.0; ids_host.len() * k];
             be.read_f32(&dst, &mut got).unwrap();
             for (t, &id) in ids_host.iter().enumerate() {

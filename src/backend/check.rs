@@ -108,8 +108,15 @@ pub fn add_rms_norm<B: Backend>(x: &Tensor<B>, y: &Tensor<B>, gain: &Tensor<B>, 
     shape("add_rms_norm", dst, x.rows, x.cols)
 }
 
-/// rope and rms_norm_rope (`op`): rows of whole heads, an even `n_rot` within the head.
-pub fn rope<B: Backend>(op: &'static str, x: &Tensor<B>, pos: &Tensor<B>, rope: &Rope) -> Result<()> {
+/// rope and rms_norm_rope (`op`): rows of whole heads, an even `n_rot` within the head, and
+/// frequency factors (if any) f32 `[1, n_rot / 2]`.
+pub fn rope<B: Backend>(
+    op: &'static str,
+    x: &Tensor<B>,
+    pos: &Tensor<B>,
+    rope: &Rope,
+    factors: Option<&Tensor<B>>,
+) -> Result<()> {
     dtype(op, "x", x, DType::F32)?;
     dtype(op, "pos", pos, DType::U32)?;
     shape(op, pos, x.rows, 1)?;
@@ -120,11 +127,21 @@ pub fn rope<B: Backend>(op: &'static str, x: &Tensor<B>, pos: &Tensor<B>, rope: 
             x.cols
         )));
     }
+    if let Some(f) = factors {
+        dtype(op, "factors", f, DType::F32)?;
+        shape(op, f, 1, n_rot / 2)?;
+    }
     Ok(())
 }
 
-pub fn rms_norm_rope<B: Backend>(x: &Tensor<B>, gain: &Tensor<B>, pos: &Tensor<B>, r: &Rope) -> Result<()> {
-    rope("rms_norm_rope", x, pos, r)?;
+pub fn rms_norm_rope<B: Backend>(
+    x: &Tensor<B>,
+    gain: &Tensor<B>,
+    pos: &Tensor<B>,
+    r: &Rope,
+    factors: Option<&Tensor<B>>,
+) -> Result<()> {
+    rope("rms_norm_rope", x, pos, r, factors)?;
     dtype("rms_norm_rope", "gain", gain, DType::F32)?;
     shape("rms_norm_rope", gain, 1, r.head_dim)
 }
@@ -144,6 +161,12 @@ pub fn silu_mul_matmul<B: Backend>(
 ) -> Result<()> {
     silu_mul(gate, up, hidden)?;
     matmul(hidden, w, dst)
+}
+
+pub fn gelu_mul<B: Backend>(gate: &Tensor<B>, up: &Tensor<B>, dst: &Tensor<B>) -> Result<()> {
+    f32s("gelu_mul", &[("gate", gate), ("up", up), ("dst", dst)])?;
+    shape("gelu_mul", up, gate.rows, gate.cols)?;
+    shape("gelu_mul", dst, gate.rows, gate.cols)
 }
 
 pub fn add_assign<B: Backend>(x: &Tensor<B>, y: &Tensor<B>) -> Result<()> {
@@ -204,6 +227,9 @@ pub fn attention<B: Backend>(
     if batch.block_size == 0 {
         return Err(invalid(format!("{op}: block_size must be nonzero")));
     }
+    if shape_.window == Some(0) || shape_.window.is_some_and(|w| u32::try_from(w).is_err()) {
+        return Err(invalid(format!("{op}: window {:?} must be 1..=u32::MAX keys (None: no window)", shape_.window)));
+    }
     let n_tokens = q.rows;
     f32s(op, &[("q", q), ("dst", dst)])?;
     shape(op, q, n_tokens, n_heads * head_dim)?;
@@ -214,12 +240,12 @@ pub fn attention<B: Backend>(
     }
     shape(op, &batch.seq, n_tokens, 1)?;
     shape(op, &batch.pos, n_tokens, 1)?;
-    attention_indices(batch, kv.k.rows)
+    attention_indices(batch, shape_, kv.k.rows)
 }
 
-/// Rejects a sequence without a block-table row, a position past its row, or a block outside a
-/// cache of `n_slots` slots (on the host copies; device-written tensors pass).
-fn attention_indices<B: Backend>(batch: &AttnBatch<B>, n_slots: usize) -> Result<()> {
+/// Rejects a sequence without a block-table row, a position past its row, or a block the token
+/// reads (those its window covers) outside a cache of `n_slots` slots (on the host copies; device-written tensors pass).
+fn attention_indices<B: Backend>(batch: &AttnBatch<B>, shape: &AttnShape, n_slots: usize) -> Result<()> {
     let (Some(seq), Some(pos), Some(table)) =
         (batch.seq.buf.host_u32(), batch.pos.buf.host_u32(), batch.block_table.buf.host_u32())
     else {
@@ -236,7 +262,8 @@ fn attention_indices<B: Backend>(batch: &AttnBatch<B>, n_slots: usize) -> Result
         if p >= max_blocks * bs {
             return bad(format!("token {t}: position {p} beyond {max_blocks} blocks of {bs}"));
         }
-        let row = &table[s * max_blocks..s * max_blocks + p / bs + 1];
+        // Blocks before the window are never read (a cache may have freed them).
+        let row = &table[s * max_blocks + shape.first_key(p) / bs..s * max_blocks + p / bs + 1];
         if let Some(b) = row.iter().find(|&&b| b as usize >= n_blocks) {
             return bad(format!("token {t}: block {b} outside the cache's {n_blocks}"));
         }

@@ -130,6 +130,17 @@ pub struct AttnShape {
     pub head_dim: usize,
     /// Multiplies q·k before the softmax (usually 1/sqrt(head_dim)).
     pub scale: f32,
+    /// Sliding-window (local) attention: a token at position p sees keys p − window < j ≤ p
+    /// (`window` keys, itself included; llama.cpp's LLAMA_SWA_TYPE_STANDARD, HF's
+    /// `sliding_window`). `None` attends to every earlier position.
+    pub window: Option<usize>,
+}
+
+impl AttnShape {
+    /// The first key position a token at `pos` sees.
+    pub fn first_key(&self, pos: usize) -> usize {
+        self.window.map_or(0, |w| (pos + 1).saturating_sub(w))
+    }
 }
 
 /// What `begin_step` asks of the caller.
@@ -185,8 +196,9 @@ pub trait Backend: Send + Sync + Sized + 'static {
     }
 
     // ---- embed ----------------------------------------------------------------------------
-    /// dst[t, :] = table[ids[t], :]                ids: u32 [n_tokens, 1]; table: [vocab, d]
-    fn embed(&self, table: &Weight<Self>, ids: &Tensor<Self>, dst: &mut Tensor<Self>) -> Result<()>;
+    /// dst[t, :] = scale · table[ids[t], :]        ids: u32 [n_tokens, 1]; table: [vocab, d]
+    /// (scale is 1 but for models that scale their embeddings, Gemma's sqrt(d_model))
+    fn embed(&self, table: &Weight<Self>, ids: &Tensor<Self>, scale: f32, dst: &mut Tensor<Self>) -> Result<()>;
 
     // ---- norm -----------------------------------------------------------------------------
     /// dst[r, :] = x[r, :] · gain / sqrt(mean(x[r, :]²) + eps)    x, dst: [rows, d]; gain: [1, d]
@@ -206,8 +218,11 @@ pub trait Backend: Send + Sync + Sized + 'static {
     }
 
     // ---- rope -----------------------------------------------------------------------------
-    /// Rotates every head of x[t, :] = [n_heads · head_dim] in place by position pos[t].
-    fn rope(&self, x: &mut Tensor<Self>, pos: &Tensor<Self>, rope: &Rope) -> Result<()>;
+    /// Rotates every head of x[t, :] = [n_heads · head_dim] in place by position pos[t]. With
+    /// `factors` [1, n_rot / 2], pair i's frequency is divided by factors[i] (Llama 3's
+    /// `rope_freqs`: ggml's freq_factors).
+    fn rope(&self, x: &mut Tensor<Self>, pos: &Tensor<Self>, rope: &Rope, factors: Option<&Tensor<Self>>)
+    -> Result<()>;
     /// Per-head RMSNorm with gain [1, head_dim], then RoPE, in place (models with q/k norms).
     fn rms_norm_rope(
         &self,
@@ -216,6 +231,7 @@ pub trait Backend: Send + Sync + Sized + 'static {
         eps: f32,
         pos: &Tensor<Self>,
         rope: &Rope,
+        factors: Option<&Tensor<Self>>,
     ) -> Result<()>;
 
     // ---- elementwise ----------------------------------------------------------------------
@@ -236,6 +252,9 @@ pub trait Backend: Send + Sync + Sized + 'static {
         self.silu_mul(gate, up, hidden)?;
         self.matmul(hidden, w, dst)
     }
+    /// dst = gelu(gate) · up, gelu(g) = g/2 · (1 + tanh(sqrt(2/π) · (g + 0.044715 g³)))
+    ///                                               (GeGLU with the tanh GELU, Gemma; all [rows, d_ff])
+    fn gelu_mul(&self, gate: &Tensor<Self>, up: &Tensor<Self>, dst: &mut Tensor<Self>) -> Result<()>;
     /// x += y                                        (residual; same shape)
     fn add_assign(&self, x: &mut Tensor<Self>, y: &Tensor<Self>) -> Result<()>;
     /// x[r, :] += bias[0, :]                         (projection biases)
@@ -253,8 +272,9 @@ pub trait Backend: Send + Sync + Sized + 'static {
         cache: &mut KvLayer<Self>,
     ) -> Result<()>;
     /// Causal attention with online softmax: for token t of sequence s at position p and head h,
-    /// dst[t, h] = Σ_{j ≤ p} softmax_j(scale · q[t, h] · K_s[j, h/g]) · V_s[j, h/g], reading
-    /// K_s, V_s through the block table.    q, dst: [n_tokens, n_heads · head_dim]
+    /// dst[t, h] = Σ_{j0 ≤ j ≤ p} softmax_j(scale · q[t, h] · K_s[j, h/g]) · V_s[j, h/g], reading
+    /// K_s, V_s through the block table; j0 = `shape.first_key(p)` (0 without a window, and
+    /// blocks wholly before j0 are never read).    q, dst: [n_tokens, n_heads · head_dim]
     fn attention(
         &self,
         q: &Tensor<Self>,

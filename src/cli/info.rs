@@ -27,20 +27,36 @@ pub fn run(args: InfoArgs) -> Result<()> {
     let formats: Vec<String> = weight_format_summary(&gguf).iter().map(|(f, n)| format!("{n} {}", f.name())).collect();
     println!("\nformats: {}", formats.join(", "));
     match Config::from_gguf(&gguf) {
-        Ok(c) => println!(
-            "model: {} — {} layers, d_model {}, d_ff {}, {} heads / {} kv heads × {}, vocab {}, rope θ {} ({:?}), ctx {}",
-            c.arch.name(),
-            c.n_layers,
-            c.d_model,
-            c.d_ff,
-            c.n_heads,
-            c.n_kv_heads,
-            c.head_dim,
-            c.vocab_size,
-            c.rope.theta,
-            c.rope.style,
-            c.context_length
-        ),
+        Ok(c) => {
+            println!(
+                "model: {} — {} layers, d_model {}, d_ff {}, {} heads / {} kv heads × {}, vocab {}, rope θ {} ({:?}), ctx {}",
+                c.arch.name(),
+                c.n_layers,
+                c.d_model,
+                c.d_ff,
+                c.n_heads,
+                c.n_kv_heads,
+                c.head_dim,
+                c.vocab_size,
+                c.rope.theta,
+                c.rope.style,
+                c.context_length
+            );
+            let local: Vec<_> = c.layers.iter().filter(|l| l.window.is_some()).collect();
+            if let Some(first) = local.first() {
+                println!(
+                    "  sliding window {} on {} of {} layers (their rope θ {}), the rest global",
+                    first.window.unwrap_or(0),
+                    local.len(),
+                    c.n_layers,
+                    first.rope.theta
+                );
+            }
+            println!(
+                "  {:?} gate, attention scale {}, embedding scale {}, q/k norms {}, post-norms {}",
+                c.activation, c.attn_scale, c.embed_scale, c.qk_norm, c.post_norms
+            );
+        }
         Err(e) => println!("model: not runnable by this engine: {e}"),
     }
     match Tokenizer::from_gguf(&gguf) {

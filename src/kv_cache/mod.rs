@@ -7,6 +7,12 @@
 //! With prefix caching on, full pages are registered under the hash chain of their tokens and
 //! shared between sequences by reference count; a sequence that writes into a shared page first
 //! copies it (copy-on-write); unreferenced registered pages stay cached until evicted (LRU).
+//!
+//! With a sliding window (`with_window`: the longest window of the model's layers, given only
+//! when every layer has one), a block that lies wholly before the first key the sequence's next
+//! token can see is given back when the sequence grows; its table entry becomes `FREED`, which
+//! attention never reads (`Backend::attention` skips blocks before the window). A model with a
+//! global layer (Gemma 3: every 6th) keeps every block: its global layers still read them.
 
 mod pool;
 
@@ -45,6 +51,9 @@ impl CacheLayout {
 /// Identifies one sequence's cache.
 pub type SeqId = usize;
 
+/// The block-table entry of a block given back because it fell out of every layer's window.
+pub const FREED: u32 = u32::MAX;
+
 /// One sequence: its blocks in position order, the tokens cached so far, and the chain hashes
 /// of its leading full blocks.
 #[derive(Default)]
@@ -59,6 +68,8 @@ pub struct KvCache<B: Backend> {
     pub layout: CacheLayout,
     pool: BlockPool,
     seqs: Vec<Option<SeqBlocks>>,
+    /// Keys every layer's attention sees at most (`None`: some layer sees all positions).
+    window: Option<usize>,
 }
 
 impl<B: Backend> KvCache<B> {
@@ -76,7 +87,31 @@ impl<B: Backend> KvCache<B> {
                 })
             })
             .collect::<Result<Vec<_>>>()?;
-        Ok(KvCache { layers, layout, pool: BlockPool::new(layout.n_blocks), seqs: Vec::new() })
+        Ok(KvCache { layers, layout, pool: BlockPool::new(layout.n_blocks), seqs: Vec::new(), window: None })
+    }
+
+    /// The same cache for a model whose every layer attends to at most `window` keys (`None`:
+    /// some layer is global), so blocks wholly before every layer's window can be given back.
+    pub fn with_window(mut self, window: Option<usize>) -> KvCache<B> {
+        self.window = window.filter(|&w| w > 0);
+        self
+    }
+
+    /// The first position a token at `pos` may still read (0 without a window).
+    fn first_needed(&self, pos: usize) -> usize {
+        self.window.map_or(0, |w| (pos + 1).saturating_sub(w))
+    }
+
+    /// Gives back the sequence's blocks that lie wholly before what its token at `pos` (and every
+    /// later one) can see.
+    fn free_before_window(&mut self, id: SeqId, pos: usize) -> Result<()> {
+        let whole = self.first_needed(pos) / self.layout.block_size;
+        let seq =
+            self.seqs.get_mut(id).and_then(Option::as_mut).ok_or_else(|| Error::Cache(format!("no sequence {id}")))?;
+        for block in seq.blocks.iter_mut().take(whole).filter(|b| **b != FREED) {
+            self.pool.release(std::mem::replace(block, FREED));
+        }
+        Ok(())
     }
 
     /// Starts an empty sequence.
@@ -197,7 +232,8 @@ impl<B: Backend> KvCache<B> {
         if self.layout.prefix_caching {
             self.register_full_blocks(id)?;
         }
-        Ok(())
+        // The first of these tokens sees the furthest back: what lies before its window is done.
+        self.free_before_window(id, len)
     }
 
     /// Gives the sequence its own copy of block `index` if another sequence shares it, and
@@ -231,9 +267,17 @@ impl<B: Backend> KvCache<B> {
     }
 
     /// Cuts a sequence back to `len` positions (speculative rollback), releasing whole blocks.
+    /// Cutting back into blocks given back (outside the window) is an error, but to 0 (removal).
     pub fn truncate(&mut self, id: SeqId, len: usize) -> Result<()> {
         let bs = self.layout.block_size;
         let keep = self.blocks_for(len);
+        let first = self.first_needed(len);
+        let freed = self.seq(id)?.blocks.get(first / bs..keep).is_some_and(|b| b.contains(&FREED));
+        if len > 0 && len < self.seq_len(id)? && freed {
+            return Err(Error::Cache(format!(
+                "sequence {id} cannot be cut back to {len} positions: blocks its window needs were given back"
+            )));
+        }
         let seq =
             self.seqs.get_mut(id).and_then(Option::as_mut).ok_or_else(|| Error::Cache(format!("no sequence {id}")))?;
         if len >= seq.tokens.len() {
@@ -242,7 +286,7 @@ impl<B: Backend> KvCache<B> {
         seq.tokens.truncate(len);
         seq.hashes.truncate(len / bs);
         let dropped: Vec<u32> = seq.blocks.drain(keep.min(seq.blocks.len())..).collect();
-        dropped.into_iter().for_each(|b| self.pool.release(b));
+        dropped.into_iter().filter(|&b| b != FREED).for_each(|b| self.pool.release(b));
         Ok(())
     }
 
@@ -256,13 +300,16 @@ impl<B: Backend> KvCache<B> {
     /// The slot holding position `pos` of a sequence.
     pub fn slot(&self, id: SeqId, pos: usize) -> Result<u32> {
         let seq = self.seq(id)?;
-        let block = seq.blocks.get(pos / self.layout.block_size).ok_or_else(|| {
-            Error::Cache(format!("position {pos} of sequence {id} is beyond its {} positions", seq.tokens.len()))
+        let block = seq.blocks.get(pos / self.layout.block_size).filter(|&&b| b != FREED).ok_or_else(|| {
+            Error::Cache(format!(
+                "position {pos} of sequence {id} is beyond its {} positions or outside the window",
+                seq.tokens.len()
+            ))
         })?;
         Ok(*block * self.layout.block_size as u32 + (pos % self.layout.block_size) as u32)
     }
 
-    /// The sequence's block ids in position order.
+    /// The sequence's block ids in position order (`FREED` for blocks given back).
     pub fn blocks(&self, id: SeqId) -> Result<&[u32]> {
         Ok(&self.seq(id)?.blocks)
     }
@@ -275,7 +322,7 @@ impl<B: Backend> KvCache<B> {
             if seq.blocks.len() != self.blocks_for(seq.tokens.len()) {
                 return Err(format!("{} blocks for {} tokens", seq.blocks.len(), seq.tokens.len()));
             }
-            seq.blocks.iter().for_each(|&b| refs[b as usize] += 1);
+            seq.blocks.iter().filter(|&&b| b != FREED).for_each(|&b| refs[b as usize] += 1);
         }
         match (0..self.layout.n_blocks).find(|&b| refs[b] != self.pool.refs(b as u32)) {
             Some(b) => {

@@ -17,6 +17,7 @@ pub struct Activations<B: Backend> {
     pub x: Tensor<B>,              // [n_tokens, d_model]  residual stream
     pub xn: Tensor<B>,             // [n_tokens, d_model]  normed input of a sublayer
     pub xb: Tensor<B>,             // [n_tokens, d_model]  sublayer output
+    pub xp: Tensor<B>,             // [n_tokens, d_model]  post-normed sublayer output (gemma3; else 0 × 0)
     pub q: Tensor<B>,              // [n_tokens, q_dim]
     pub k: Tensor<B>,              // [n_tokens, kv_dim]
     pub v: Tensor<B>,              // [n_tokens, kv_dim]
@@ -65,6 +66,7 @@ impl<B: Backend> Activations<B> {
             x: f(n_tokens, c.d_model)?,
             xn: f(n_tokens, c.d_model)?,
             xb: f(n_tokens, c.d_model)?,
+            xp: if c.post_norms { f(n_tokens, c.d_model)? } else { f(0, 0)? },
             q: f(n_tokens, c.q_dim())?,
             k: f(n_tokens, c.kv_dim())?,
             v: f(n_tokens, c.kv_dim())?,

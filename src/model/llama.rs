@@ -1,10 +1,13 @@
-//! The llama-family forward pass, written once against the `Backend` trait. It reads top to
-//! bottom like the paper: one backend call per line, a shape on every buffer.
+//! The decoder forward pass of every architecture (llama, qwen2, qwen3, gemma3), written once
+//! against the `Backend` trait. It reads top to bottom like the paper: one backend call per line,
+//! a shape on every buffer; what an architecture adds is a weight that is there or not (biases,
+//! q/k norms, post-norms) or a setting in `Config` (activation, scales, each layer's window and RoPE).
 
 use crate::backend::{AttnShape, Backend};
 use crate::error::Result;
 use crate::gguf::Gguf;
 use crate::kv_cache::KvCache;
+use crate::model::config::Activation;
 use crate::model::{Activations, Config, Weights};
 
 pub struct Llama<B: Backend> {
@@ -26,20 +29,23 @@ impl<B: Backend> Llama<B> {
         let c = &self.config;
         let w = &self.weights;
         let eps = c.norm_eps;
-        let shape = AttnShape {
-            n_heads: c.n_heads,
-            n_kv_heads: c.n_kv_heads,
-            head_dim: c.head_dim,
-            scale: 1.0 / (c.head_dim as f32).sqrt(),
-        };
-        be.embed(&w.embed, &a.ids, &mut a.x)?; // x: [n_tokens, d_model]
+        let ff = w.rope_freqs.as_ref(); // Llama 3's per-pair RoPE frequency factors, if any
+        be.embed(&w.embed, &a.ids, c.embed_scale, &mut a.x)?; // x: [n_tokens, d_model]
         // Only as many layers as the cache holds (a shallow cache is a self-speculation draft).
         let layers = &w.layers[..w.layers.len().min(cache.layers.len())];
         if let Some(first) = layers.first() {
             be.rms_norm(&a.x, &first.attn_norm, eps, &mut a.xn)?; // xn: [n_tokens, d_model]
         }
         for (i, (layer, kv)) in layers.iter().zip(cache.layers.iter_mut()).enumerate() {
-            // Attention block: x += W_o · attention(rope(W_q · xn), cache ∪ rope(W_k · xn), W_v · xn), xn = norm(x)
+            let at = &c.layers[i];
+            let shape = AttnShape {
+                n_heads: c.n_heads,
+                n_kv_heads: c.n_kv_heads,
+                head_dim: c.head_dim,
+                scale: c.attn_scale,
+                window: at.window,
+            };
+            // Attention block: x += [post_norm] W_o · attention(rope([norm] W_q · xn), cache ∪ rope([norm] W_k · xn), W_v · xn)
             // q: [n_tokens, n_heads · head_dim]; k, v: [n_tokens, n_kv_heads · head_dim]
             be.matmuls(&a.xn, &mut [(&layer.w_q, &mut a.q), (&layer.w_k, &mut a.k), (&layer.w_v, &mut a.v)])?;
             if let (Some(b_q), Some(b_k), Some(b_v)) = (&layer.b_q, &layer.b_k, &layer.b_v) {
@@ -47,20 +53,47 @@ impl<B: Backend> Llama<B> {
                 be.add_bias(&mut a.k, b_k)?;
                 be.add_bias(&mut a.v, b_v)?;
             }
-            be.rope(&mut a.q, &a.batch.pos, &c.rope)?;
-            be.rope(&mut a.k, &a.batch.pos, &c.rope)?;
+            match (&layer.q_norm, &layer.k_norm) {
+                (Some(q_norm), Some(k_norm)) => {
+                    be.rms_norm_rope(&mut a.q, q_norm, eps, &a.batch.pos, &at.rope, ff)?; // per head
+                    be.rms_norm_rope(&mut a.k, k_norm, eps, &a.batch.pos, &at.rope, ff)?;
+                }
+                _ => {
+                    be.rope(&mut a.q, &a.batch.pos, &at.rope, ff)?;
+                    be.rope(&mut a.k, &a.batch.pos, &at.rope, ff)?;
+                }
+            }
             be.kv_write(&a.k, &a.v, &a.batch.slot, kv)?; // cache[slot[t]] = k[t], v[t]
             be.attention(&a.q, kv, &a.batch, &shape, &mut a.att)?; // att: [n_tokens, n_heads · head_dim]
             be.matmul(&a.att, &layer.w_o, &mut a.xb)?; // xb: [n_tokens, d_model]
-            be.add_rms_norm(&mut a.x, &a.xb, &layer.ffn_norm, eps, &mut a.xn)?;
+            match &layer.post_attn_norm {
+                Some(post) => {
+                    be.rms_norm(&a.xb, post, eps, &mut a.xp)?; // xp: [n_tokens, d_model]
+                    be.add_rms_norm(&mut a.x, &a.xp, &layer.ffn_norm, eps, &mut a.xn)?;
+                }
+                None => be.add_rms_norm(&mut a.x, &a.xb, &layer.ffn_norm, eps, &mut a.xn)?,
+            }
 
-            // Feed-forward block: x += W_down · (silu(W_gate · xn) ⊙ W_up · xn), xn = next layer's norm(x)
+            // Feed-forward block: x += [post_norm] W_down · (act(W_gate · xn) ⊙ W_up · xn), xn = next layer's norm(x)
             be.matmuls(&a.xn, &mut [(&layer.w_gate, &mut a.gate), (&layer.w_up, &mut a.up)])?; // [n_tokens, d_ff]
-            // hidden_ff = silu(gate) ⊙ up: [n_tokens, d_ff]; xb = W_down · hidden_ff: [n_tokens, d_model]
-            be.silu_mul_matmul(&a.gate, &a.up, &layer.w_down, &mut a.hidden_ff, &mut a.xb)?;
+            // hidden_ff = act(gate) ⊙ up: [n_tokens, d_ff]; xb = W_down · hidden_ff: [n_tokens, d_model]
+            match c.activation {
+                Activation::Silu => be.silu_mul_matmul(&a.gate, &a.up, &layer.w_down, &mut a.hidden_ff, &mut a.xb)?,
+                Activation::GeluTanh => {
+                    be.gelu_mul(&a.gate, &a.up, &mut a.hidden_ff)?;
+                    be.matmul(&a.hidden_ff, &layer.w_down, &mut a.xb)?;
+                }
+            }
+            let out = match &layer.post_ffn_norm {
+                Some(post) => {
+                    be.rms_norm(&a.xb, post, eps, &mut a.xp)?;
+                    &a.xp
+                }
+                None => &a.xb,
+            };
             match layers.get(i + 1) {
-                Some(next) => be.add_rms_norm(&mut a.x, &a.xb, &next.attn_norm, eps, &mut a.xn)?,
-                None => be.add_assign(&mut a.x, &a.xb)?,
+                Some(next) => be.add_rms_norm(&mut a.x, out, &next.attn_norm, eps, &mut a.xn)?,
+                None => be.add_assign(&mut a.x, out)?,
             }
         }
         // Only the rows that need logits go through the (vocab-wide) output projection.

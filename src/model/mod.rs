@@ -11,7 +11,7 @@ mod weights;
 
 pub use activations::{Activations, TopKOut};
 pub use batch::{Batch, BatchToken};
-pub use config::{Arch, Config};
+pub use config::{Activation, Arch, Config, LayerAttention};
 pub use llama::Llama;
 pub use runner::{Runner, TopK};
 pub use weights::{LayerWeights, Weights, weight_format_summary};

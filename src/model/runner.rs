@@ -89,7 +89,8 @@ impl<B: Backend> Runner<B> {
             return Err(Error::InvalidArgument(format!("depth {depth} outside 1..={}", model.config.n_layers)));
         }
         let cache_config = Config { n_layers: depth, ..model.config.clone() };
-        let cache = KvCache::new(&*backend, cache_config.n_layers, cache_config.kv_dim(), layout)?;
+        let cache = KvCache::new(&*backend, cache_config.n_layers, cache_config.kv_dim(), layout)?
+            .with_window(model.config.max_window(depth));
         let context = context.min(cache.max_seq_len());
         Ok(Runner {
             backend,

@@ -4,29 +4,35 @@
 use crate::backend::{Backend, DType, Tensor, Weight};
 use crate::error::{Error, Result};
 use crate::gguf::Gguf;
-use crate::model::config::{Arch, Config};
+use crate::model::config::Config;
 use crate::quant::{Format, dequantize_row};
 
 /// One transformer block.
 pub struct LayerWeights<B: Backend> {
-    pub attn_norm: Tensor<B>,   // [1, d_model]
-    pub w_q: Weight<B>,         // [q_dim, d_model]
-    pub w_k: Weight<B>,         // [kv_dim, d_model]
-    pub w_v: Weight<B>,         // [kv_dim, d_model]
-    pub b_q: Option<Tensor<B>>, // [1, q_dim] (qwen2)
-    pub b_k: Option<Tensor<B>>, // [1, kv_dim]
-    pub b_v: Option<Tensor<B>>, // [1, kv_dim]
-    pub w_o: Weight<B>,         // [d_model, q_dim]
-    pub ffn_norm: Tensor<B>,    // [1, d_model]
-    pub w_gate: Weight<B>,      // [d_ff, d_model]
-    pub w_up: Weight<B>,        // [d_ff, d_model]
-    pub w_down: Weight<B>,      // [d_model, d_ff]
+    pub attn_norm: Tensor<B>,              // [1, d_model]
+    pub w_q: Weight<B>,                    // [q_dim, d_model]
+    pub w_k: Weight<B>,                    // [kv_dim, d_model]
+    pub w_v: Weight<B>,                    // [kv_dim, d_model]
+    pub b_q: Option<Tensor<B>>,            // [1, q_dim] (qwen2)
+    pub b_k: Option<Tensor<B>>,            // [1, kv_dim]
+    pub b_v: Option<Tensor<B>>,            // [1, kv_dim]
+    pub q_norm: Option<Tensor<B>>,         // [1, head_dim] (qwen3, gemma3)
+    pub k_norm: Option<Tensor<B>>,         // [1, head_dim]
+    pub w_o: Weight<B>,                    // [d_model, q_dim]
+    pub post_attn_norm: Option<Tensor<B>>, // [1, d_model] (gemma3)
+    pub ffn_norm: Tensor<B>,               // [1, d_model]
+    pub w_gate: Weight<B>,                 // [d_ff, d_model]
+    pub w_up: Weight<B>,                   // [d_ff, d_model]
+    pub w_down: Weight<B>,                 // [d_model, d_ff]
+    pub post_ffn_norm: Option<Tensor<B>>,  // [1, d_model] (gemma3)
 }
 
 pub struct Weights<B: Backend> {
     pub embed: Weight<B>, // [vocab, d_model]
     pub layers: Vec<LayerWeights<B>>,
     pub output_norm: Tensor<B>, // [1, d_model]
+    /// RoPE frequency factors (Llama 3's `rope_freqs`, from its rope scaling), if the file has them.
+    pub rope_freqs: Option<Tensor<B>>, // [1, n_rot / 2]
     /// `None` when the output projection is tied to `embed` (no copy is made).
     pub lm_head: Option<Weight<B>>, // [vocab, d_model]
 }
@@ -101,9 +107,12 @@ impl<B: Backend> Weights<B> {
         let mut layers = Vec::with_capacity(cfg.n_layers);
         for i in 0..cfg.n_layers {
             let n = |name: &str| gguf_name(Some(i), name);
-            let biases = cfg.arch == Arch::Qwen2;
             let bias = |name: &str, len: usize| -> Result<Option<Tensor<B>>> {
-                if biases { l.optional_vector(&gguf_bias_name(i, name), len) } else { Ok(None) }
+                if cfg.qkv_bias { l.optional_vector(&gguf_bias_name(i, name), len) } else { Ok(None) }
+            };
+            // Required where the architecture has them (a file without one is not that model).
+            let norm_if = |yes: bool, name: &str, len: usize| -> Result<Option<Tensor<B>>> {
+                if yes { l.vector(&n(name), len).map(Some) } else { Ok(None) }
             };
             layers.push(LayerWeights {
                 attn_norm: l.vector(&n("attn_norm"), d)?,
@@ -113,11 +122,15 @@ impl<B: Backend> Weights<B> {
                 b_q: bias("attn_q", q_dim)?,
                 b_k: bias("attn_k", kv_dim)?,
                 b_v: bias("attn_v", kv_dim)?,
+                q_norm: norm_if(cfg.qk_norm, "attn_q_norm", cfg.head_dim)?,
+                k_norm: norm_if(cfg.qk_norm, "attn_k_norm", cfg.head_dim)?,
                 w_o: l.weight(&n("attn_output"), d, q_dim)?,
+                post_attn_norm: norm_if(cfg.post_norms, "post_attention_norm", d)?,
                 ffn_norm: l.vector(&n("ffn_norm"), d)?,
                 w_gate: l.weight(&n("ffn_gate"), cfg.d_ff, d)?,
                 w_up: l.weight(&n("ffn_up"), cfg.d_ff, d)?,
                 w_down: l.weight(&n("ffn_down"), d, cfg.d_ff)?,
+                post_ffn_norm: norm_if(cfg.post_norms, "post_ffw_norm", d)?,
             });
         }
         let lm_head_name = gguf_name(None, "output");
@@ -125,6 +138,7 @@ impl<B: Backend> Weights<B> {
             embed: l.weight(&gguf_name(None, "token_embd"), cfg.vocab_size, d)?,
             layers,
             output_norm: l.vector(&gguf_name(None, "output_norm"), d)?,
+            rope_freqs: l.optional_vector(&gguf_name(None, "rope_freqs"), cfg.rope.n_rot / 2)?,
             lm_head: match gguf.tensor(&lm_head_name) {
                 Some(_) => Some(l.weight(&lm_head_name, cfg.vocab_size, d)?),
                 None => None,

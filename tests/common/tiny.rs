@@ -1,5 +1,6 @@
-//! A tiny random llama model built in memory (F32 weights, no tokenizer), for tests of the
-//! mechanics that do not need the real model: cache paging, batching, speculative sampling.
+//! A tiny random model built in memory (F32 weights, no tokenizer), for tests of the mechanics
+//! that do not need a real model: cache paging, batching, speculative sampling, and each
+//! architecture's forward pass against a float64 one (tests/forward_reference.rs).
 
 use std::sync::Arc;
 
@@ -17,8 +18,19 @@ pub struct TinySpec {
     pub seed: u64,
     /// Multiplies the output projection: larger makes the next-token distribution peakier.
     pub logit_scale: f32,
-    /// `llama`, or `qwen2` (q/k/v biases, NeoX RoPE).
+    /// `llama`, `qwen2` (q/k/v biases, NeoX RoPE), `qwen3` (q/k norms, NeoX RoPE) or `gemma3`
+    /// (q/k norms, post-norms, tied output, sliding windows of `window` keys, RoPE base 1e6 on
+    /// its global layers).
     pub arch: &'static str,
+    /// gemma3's `attention.sliding_window`.
+    pub window: usize,
+    /// Writes `rope_freqs.weight` (Llama 3's per-pair frequency factors, 1 to 8).
+    pub rope_freqs: bool,
+}
+
+/// The tiny model's `rope_freqs` for head size `hd`: 1 for the fastest pair, 8 for the slowest.
+pub fn tiny_rope_freqs(hd: usize) -> Vec<f32> {
+    (0..hd / 2).map(|i| 1.0 + 7.0 * i as f32 / (hd / 2 - 1).max(1) as f32).collect()
 }
 
 impl Default for TinySpec {
@@ -34,6 +46,8 @@ impl Default for TinySpec {
             seed: 1,
             logit_scale: 1.0,
             arch: "llama",
+            window: 4,
+            rope_freqs: false,
         }
     }
 }
@@ -76,9 +90,13 @@ pub fn tiny_gguf(spec: &TinySpec) -> Gguf {
         .meta(&format!("{a}.feed_forward_length"), Value::U32(ff as u32))
         .meta(&format!("{a}.attention.head_count"), Value::U32(spec.n_heads as u32))
         .meta(&format!("{a}.attention.head_count_kv"), Value::U32(spec.n_kv_heads as u32))
-        .meta(&format!("{a}.rope.freq_base"), Value::F32(10000.0))
+        .meta(&format!("{a}.rope.freq_base"), Value::F32(if a == "gemma3" { 1e6 } else { 10000.0 }))
         .meta(&format!("{a}.attention.layer_norm_rms_epsilon"), Value::F32(1e-5))
         .meta(&format!("{a}.vocab_size"), Value::U32(spec.vocab as u32));
+    if a == "gemma3" {
+        w.meta("gemma3.attention.sliding_window", Value::U32(spec.window as u32));
+    }
+    let (qk_norms, gemma) = (a == "qwen3" || a == "gemma3", a == "gemma3");
     let s = 1.0 / (d as f32).sqrt();
     w.tensor("token_embd.weight", Format::F32, spec.vocab, d, matrix(&mut rng, spec.vocab, d, 1.0));
     for i in 0..spec.n_layers {
@@ -93,12 +111,26 @@ pub fn tiny_gguf(spec: &TinySpec) -> Gguf {
                 w.tensor(&format!("blk.{i}.{name}.bias"), Format::F32, 1, len, matrix(&mut rng, 1, len, 0.5));
             }
         }
+        if qk_norms {
+            w.tensor(&n("attn_q_norm"), Format::F32, 1, hd, norm(&mut rng, hd));
+            w.tensor(&n("attn_k_norm"), Format::F32, 1, hd, norm(&mut rng, hd));
+        }
+        if gemma {
+            w.tensor(&n("post_attention_norm"), Format::F32, 1, d, norm(&mut rng, d));
+            w.tensor(&n("post_ffw_norm"), Format::F32, 1, d, norm(&mut rng, d));
+        }
         w.tensor(&n("ffn_norm"), Format::F32, 1, d, norm(&mut rng, d));
         w.tensor(&n("ffn_gate"), Format::F32, ff, d, matrix(&mut rng, ff, d, s));
         w.tensor(&n("ffn_up"), Format::F32, ff, d, matrix(&mut rng, ff, d, s));
         w.tensor(&n("ffn_down"), Format::F32, d, ff, matrix(&mut rng, d, ff, 1.0 / (ff as f32).sqrt()));
     }
     w.tensor("output_norm.weight", Format::F32, 1, d, norm(&mut rng, d));
-    w.tensor("output.weight", Format::F32, spec.vocab, d, matrix(&mut rng, spec.vocab, d, spec.logit_scale));
+    if spec.rope_freqs {
+        let ff: Vec<u8> = tiny_rope_freqs(hd).iter().flat_map(|v| v.to_le_bytes()).collect();
+        w.tensor("rope_freqs.weight", Format::F32, 1, hd / 2, ff);
+    }
+    if !gemma {
+        w.tensor("output.weight", Format::F32, spec.vocab, d, matrix(&mut rng, spec.vocab, d, spec.logit_scale));
+    }
     Gguf::parse(Arc::new(w.to_bytes())).expect("tiny model parses")
 }

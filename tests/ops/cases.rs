@@ -16,6 +16,7 @@ pub enum Family {
     Rope,
     RmsNormRope,
     SiluMul,
+    GeluMul,
     AddAssign,
     AddBias,
     GatherRows,
@@ -27,7 +28,7 @@ pub enum Family {
 }
 
 impl Family {
-    pub const ALL: [Family; 15] = [
+    pub const ALL: [Family; 16] = [
         Family::Matmul,
         Family::SiluMulMatmul,
         Family::Embed,
@@ -35,6 +36,7 @@ impl Family {
         Family::Rope,
         Family::RmsNormRope,
         Family::SiluMul,
+        Family::GeluMul,
         Family::AddAssign,
         Family::AddBias,
         Family::GatherRows,
@@ -56,6 +58,8 @@ pub struct AttnCase {
     pub n_kv_heads: usize,
     pub head_dim: usize,
     pub block_size: usize,
+    /// Sliding window (keys a token sees, itself included), `None` for full causal attention.
+    pub window: Option<usize>,
 }
 
 #[derive(Clone, Debug)]
@@ -73,29 +77,38 @@ pub enum Op {
         k: usize,
         n: usize,
     },
+    /// dst = scale · table rows (1, or Gemma's sqrt(d_model)).
     Embed {
         format: Format,
         vocab: usize,
         d: usize,
         n_tokens: usize,
+        scale: f32,
     },
     RmsNorm {
         rows: usize,
         d: usize,
         eps: f32,
     },
+    /// `factors`: with per-pair frequency factors (Llama 3's rope_freqs).
     Rope {
         n_tokens: usize,
         n_heads: usize,
         rope: Rope,
+        factors: bool,
     },
     RmsNormRope {
         n_tokens: usize,
         n_heads: usize,
         eps: f32,
         rope: Rope,
+        factors: bool,
     },
     SiluMul {
+        rows: usize,
+        d: usize,
+    },
+    GeluMul {
         rows: usize,
         d: usize,
     },
@@ -146,6 +159,7 @@ impl Op {
             Op::Rope { .. } => Family::Rope,
             Op::RmsNormRope { .. } => Family::RmsNormRope,
             Op::SiluMul { .. } => Family::SiluMul,
+            Op::GeluMul { .. } => Family::GeluMul,
             Op::AddAssign { .. } => Family::AddAssign,
             Op::AddBias { .. } => Family::AddBias,
             Op::GatherRows { .. } => Family::GatherRows,
@@ -172,17 +186,20 @@ impl fmt::Display for Op {
             Op::SiluMulMatmul { format, m, k, n } => {
                 write!(f, "silu_mul_matmul(format={},m={m},k={k},n={n})", format.name())
             }
-            Op::Embed { format, vocab, d, n_tokens } => {
-                write!(f, "embed(format={},vocab={vocab},d={d},n_tokens={n_tokens})", format.name())
+            Op::Embed { format, vocab, d, n_tokens, scale } => {
+                write!(f, "embed(format={},vocab={vocab},d={d},n_tokens={n_tokens},scale={scale})", format.name())
             }
             Op::RmsNorm { rows, d, eps } => write!(f, "rms_norm(rows={rows},d={d},eps={eps:e})"),
-            Op::Rope { n_tokens, n_heads, rope } => {
-                write!(f, "rope(n_tokens={n_tokens},n_heads={n_heads},{})", rope_params(rope))
+            Op::Rope { n_tokens, n_heads, rope, factors } => {
+                write!(f, "rope(n_tokens={n_tokens},n_heads={n_heads},{},factors={factors})", rope_params(rope))
             }
-            Op::RmsNormRope { n_tokens, n_heads, eps, rope } => {
-                write!(f, "rms_norm_rope(n_tokens={n_tokens},n_heads={n_heads},eps={eps:e},{})", rope_params(rope))
-            }
+            Op::RmsNormRope { n_tokens, n_heads, eps, rope, factors } => write!(
+                f,
+                "rms_norm_rope(n_tokens={n_tokens},n_heads={n_heads},eps={eps:e},{},factors={factors})",
+                rope_params(rope)
+            ),
             Op::SiluMul { rows, d } => write!(f, "silu_mul(rows={rows},d={d})"),
+            Op::GeluMul { rows, d } => write!(f, "gelu_mul(rows={rows},d={d})"),
             Op::AddAssign { rows, d } => write!(f, "add_assign(rows={rows},d={d})"),
             Op::AddBias { rows, d } => write!(f, "add_bias(rows={rows},d={d})"),
             Op::GatherRows { rows, d, n } => write!(f, "gather_rows(rows={rows},d={d},n={n})"),
@@ -191,8 +208,14 @@ impl fmt::Display for Op {
             }
             Op::Attention(a) => write!(
                 f,
-                "attention(seq_lens={:?},new_tokens={:?},n_heads={},n_kv_heads={},head_dim={},block_size={})",
-                a.seq_lens, a.new_tokens, a.n_heads, a.n_kv_heads, a.head_dim, a.block_size
+                "attention(seq_lens={:?},new_tokens={:?},n_heads={},n_kv_heads={},head_dim={},block_size={}{})",
+                a.seq_lens,
+                a.new_tokens,
+                a.n_heads,
+                a.n_kv_heads,
+                a.head_dim,
+                a.block_size,
+                a.window.map_or(String::new(), |w| format!(",window={w}"))
             ),
             Op::CopySlots { n_slots, kv_dim, src, dst, n } => {
                 write!(f, "copy_slots(n_slots={n_slots},kv_dim={kv_dim},src={src},dst={dst},n={n})")
@@ -305,9 +328,15 @@ pub fn all() -> Vec<Case> {
     for format in Format::ALL {
         let d = if format.is_quantized() { k_for(format, 96) } else { 33 };
         cases.push(case(
-            Op::Embed { format, vocab: 257, d, n_tokens: 7 },
+            Op::Embed { format, vocab: 257, d, n_tokens: 7, scale: 1.0 },
             Tolerance::Exact,
             "a copy of dequantize_row",
+        ));
+        // Gemma 3 270M's scale, sqrt(640): one f32 product per value, correctly rounded.
+        cases.push(case(
+            Op::Embed { format, vocab: 257, d, n_tokens: 7, scale: 640f32.sqrt() },
+            Tolerance::RelAbs { rel: 6e-8, abs: 0.0 },
+            "dequantize_row, then one correctly rounded f32 product",
         ));
     }
     for (rows, d, eps) in [(1, 8, 1e-6), (3, 257, 1e-5), (7, 576, 1e-5), (33, 4096, 1e-6)] {
@@ -322,14 +351,21 @@ pub fn all() -> Vec<Case> {
             (3, 3, rope(style, 64, 32, 1e6, 0.25)),
             (33, 2, rope(style, 128, 96, 500000.0, 1.0)),
         ] {
-            cases.push(case(Op::Rope { n_tokens, n_heads, rope: r }, Tolerance::Nmse(1e-8), why_rope));
-            let op = Op::RmsNormRope { n_tokens, n_heads, eps: 1e-6, rope: r };
-            cases.push(case(op, Tolerance::Nmse(1e-8), why_rope));
+            // Frequency factors as Llama 3's scaling makes them (1 for fast pairs up to 8 for slow).
+            for factors in [false, true] {
+                cases.push(case(Op::Rope { n_tokens, n_heads, rope: r, factors }, Tolerance::Nmse(1e-8), why_rope));
+                let op = Op::RmsNormRope { n_tokens, n_heads, eps: 1e-6, rope: r, factors };
+                cases.push(case(op, Tolerance::Nmse(1e-8), why_rope));
+            }
         }
     }
     let why_silu = "one expf and two roundings per element";
+    // gate in ±10 reaches tanh's clamp (u > 10 from g ≈ 4.2); up in ±2. Where 1 + tanh(u) cancels
+    // (g ≈ -3…-4) its f32 rounding (~2 ulp of 1) times g/2 · up (≤ 10) is ≤ 3e-6 absolute.
+    let why_gelu = "one tanhf and ~6 roundings; 1 + tanh cancels for negative gates (≤ 3e-6 absolute)";
     for (rows, d) in [(1, 1), (7, 257), (33, 1536)] {
         cases.push(case(Op::SiluMul { rows, d }, Tolerance::RelAbs { rel: 1e-6, abs: 1e-6 }, why_silu));
+        cases.push(case(Op::GeluMul { rows, d }, Tolerance::RelAbs { rel: 1e-5, abs: 5e-6 }, why_gelu));
         let why = "one correctly rounded f32 add";
         cases.push(case(Op::AddAssign { rows, d }, Tolerance::RelAbs { rel: 1.2e-7, abs: 1e-30 }, why));
         cases.push(case(Op::AddBias { rows, d }, Tolerance::RelAbs { rel: 1.2e-7, abs: 1e-30 }, why));
@@ -365,8 +401,15 @@ pub fn all() -> Vec<Case> {
             n_kv_heads: heads.1,
             head_dim,
             block_size,
+            window: None,
         };
         case(Op::Attention(a), Tolerance::Nmse(1e-9), why_attn)
+    };
+    let windowed = |mut c: Case, window: usize| {
+        if let Op::Attention(a) = &mut c.op {
+            a.window = Some(window);
+        }
+        c
     };
     cases.push(attn(&[1], &[1], (9, 3), 64, 16)); // first decode step
     cases.push(attn(&[1, 17, 40], &[1, 1, 1], (9, 3), 64, 16)); // decode batch, GQA
@@ -392,5 +435,16 @@ pub fn all() -> Vec<Case> {
     // Mixed batches: prefill chunks beside decodes, tokens shuffled (wgpu tiled: tiles span sequences).
     cases.push(attn(&[100, 1, 65, 33, 500], &[40, 1, 1, 33, 1], (9, 3), 64, 16));
     cases.push(attn(&[70, 40, 300], &[3, 1, 2], (8, 2), 128, 8)); // speculative verify beside decode (split-K)
+    // Sliding windows: blocks wholly before every batch token's window are u32::MAX in the table and
+    // NaN in the cache (run.rs), so a kernel that reads one fails. Windows that are not multiples of the
+    // block (16), wgpu's chunk (32) or cuda's key tile (64).
+    cases.push(windowed(attn(&[1, 39, 40, 41, 100, 300, 1000], &[1; 7], (9, 3), 64, 16), 40)); // decode
+    cases.push(windowed(attn(&[1, 2, 70], &[1, 1, 1], (2, 1), 64, 16), 1)); // a token sees only itself
+    cases.push(windowed(attn(&[133], &[133], (9, 3), 64, 16), 50)); // prefill longer than the window
+    cases.push(windowed(attn(&[300], &[37], (4, 2), 128, 16), 64)); // a chunk across the window edge
+    cases.push(windowed(attn(&[1000], &[70], (8, 2), 128, 16), 100)); // chunk of 70 mid-sequence (cuda: tiled)
+    cases.push(windowed(attn(&[100, 1, 65, 33, 500], &[40, 1, 1, 33, 1], (9, 3), 64, 16), 33)); // mixed batch
+    cases.push(windowed(attn(&[600, 20], &[70, 20], (4, 1), 256, 16), 512)); // gemma3's shape and window
+    cases.push(windowed(attn(&[30], &[30], (2, 2), 32, 5), 100)); // a window longer than the sequence
     cases
 }

@@ -59,7 +59,7 @@ macro_rules! op_suite {
 
             family_tests! {
                 matmul => Matmul, silu_mul_matmul => SiluMulMatmul, embed => Embed, rms_norm => RmsNorm, rope => Rope,
-                rms_norm_rope => RmsNormRope, silu_mul => SiluMul, add_assign => AddAssign,
+                rms_norm_rope => RmsNormRope, silu_mul => SiluMul, gelu_mul => GeluMul, add_assign => AddAssign,
                 add_bias => AddBias, gather_rows => GatherRows, kv_write => KvWrite,
                 attention => Attention, copy_slots => CopySlots, argmax => Argmax, top_k => TopK,
             }

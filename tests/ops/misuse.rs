@@ -72,12 +72,12 @@ pub fn check<B: Backend>(b: &B) -> Vec<String> {
     expect(
         "embed with an id ≥ vocab",
         &invalid("embed: token id 4 out of range (< 4)"),
-        b.embed(&w, &u32s(2, 1, &[1, 4]), &mut f32s(2, 32)),
+        b.embed(&w, &u32s(2, 1, &[1, 4]), 1.0, &mut f32s(2, 32)),
     );
     expect(
         "embed with f32 ids",
         &invalid("embed: token id must be U32, got F32"),
-        b.embed(&w, &f32s(2, 1), &mut f32s(2, 32)),
+        b.embed(&w, &f32s(2, 1), 1.0, &mut f32s(2, 32)),
     );
     expect(
         "gather_rows with a row out of range",
@@ -95,6 +95,16 @@ pub fn check<B: Backend>(b: &B) -> Vec<String> {
         b.rms_norm(&f32s(2, 8), &u32s(1, 8, &[0; 8]), 1e-5, &mut f32s(2, 8)),
     );
     expect(
+        "gelu_mul with dst of the wrong shape",
+        &shape("gelu_mul", [2, 8], [2, 7]),
+        b.gelu_mul(&f32s(2, 8), &f32s(2, 8), &mut f32s(2, 7)),
+    );
+    expect(
+        "gelu_mul with a u32 gate",
+        &invalid("gelu_mul: gate must be F32, got U32"),
+        b.gelu_mul(&u32s(2, 8, &[0; 16]), &f32s(2, 8), &mut f32s(2, 8)),
+    );
+    expect(
         "silu_mul with a u32 up",
         &invalid("silu_mul: up must be F32, got U32"),
         b.silu_mul(&f32s(2, 8), &u32s(2, 8, &[0; 16]), &mut f32s(2, 8)),
@@ -108,18 +118,28 @@ pub fn check<B: Backend>(b: &B) -> Vec<String> {
     expect(
         "rope with an odd n_rot",
         &invalid("rope: head_dim 8 with n_rot 3 (even, ≤ head_dim) does not fit rows of 8"),
-        b.rope(&mut f32s(1, 8), &u32s(1, 1, &[0]), &odd),
+        b.rope(&mut f32s(1, 8), &u32s(1, 1, &[0]), &odd, None),
     );
     let rope = Rope { n_rot: 8, ..odd };
     expect(
         "rope with rows not whole heads",
         &invalid("rope: head_dim 8 with n_rot 8 (even, ≤ head_dim) does not fit rows of 12"),
-        b.rope(&mut f32s(1, 12), &u32s(1, 1, &[0]), &rope),
+        b.rope(&mut f32s(1, 12), &u32s(1, 1, &[0]), &rope, None),
     );
     expect(
         "rms_norm_rope with f32 positions",
         &invalid("rms_norm_rope: pos must be U32, got F32"),
-        b.rms_norm_rope(&mut f32s(1, 8), &f32s(1, 8), 1e-5, &f32s(1, 1), &rope),
+        b.rms_norm_rope(&mut f32s(1, 8), &f32s(1, 8), 1e-5, &f32s(1, 1), &rope, None),
+    );
+    expect(
+        "rope with frequency factors of the wrong length",
+        &shape("rope", [1, 4], [1, 8]),
+        b.rope(&mut f32s(1, 8), &u32s(1, 1, &[0]), &rope, Some(&f32s(1, 8))),
+    );
+    expect(
+        "rms_norm_rope with u32 frequency factors",
+        &invalid("rms_norm_rope: factors must be F32, got U32"),
+        b.rms_norm_rope(&mut f32s(1, 8), &f32s(1, 8), 1e-5, &u32s(1, 1, &[0]), &rope, Some(&u32s(1, 4, &[1; 4]))),
     );
     expect(
         "argmax with dst of the wrong shape",
@@ -164,7 +184,7 @@ pub fn check<B: Backend>(b: &B) -> Vec<String> {
         &no_fit(usize::MAX, 1, 0),
         b.copy_slots(&mut cache, 1, 0, usize::MAX),
     );
-    let shape_ok = AttnShape { n_heads: 2, n_kv_heads: 1, head_dim: 8, scale: 0.35 };
+    let shape_ok = AttnShape { n_heads: 2, n_kv_heads: 1, head_dim: 8, scale: 0.35, window: None };
     let attend = |seq: u32, pos: u32, table: &[u32], shape: &AttnShape| {
         let batch = AttnBatch {
             seq: u32s(1, 1, &[seq]),
@@ -203,6 +223,21 @@ pub fn check<B: Backend>(b: &B) -> Vec<String> {
         &attn("n_heads 2 must be a nonzero multiple of n_kv_heads 3, head_dim 8 nonzero"),
         attend(0, 0, &[2, 0], &AttnShape { n_kv_heads: 3, ..shape_ok }),
     );
+    expect(
+        "attention with a window of 0 keys",
+        &attn("window Some(0) must be 1..=u32::MAX keys (None: no window)"),
+        attend(0, 7, &[2, 0], &AttnShape { window: Some(0), ..shape_ok }),
+    );
+    // A window of 4 at position 7 reads block 1 only: block 0's entry is never looked at.
+    let windowed = attend(0, 7, &[u32::MAX, 0], &AttnShape { window: Some(4), ..shape_ok });
+    expect(
+        "attention with a bad block inside the window",
+        &attn("token 0: block 4294967295 outside the cache's 4"),
+        attend(0, 7, &[0, u32::MAX], &AttnShape { window: Some(4), ..shape_ok }),
+    );
+    if let Err(e) = windowed {
+        wrong.push(format!("(control) attention whose window skips a bad block failed: {e}"));
+    }
     if let Err(e) = control {
         wrong.push(format!("(control) a valid attention call failed: {e}"));
     }

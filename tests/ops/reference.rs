@@ -26,15 +26,16 @@ pub fn rms_norm(x: &[f64], gain: &[f32], eps: f32, d: usize) -> Vec<f64> {
         .collect()
 }
 
-/// Rotates each head of each row by its position: pair i turns by pos · freq_scale · theta^(-2i / n_rot).
-pub fn rope(x: &[f64], pos: &[u32], r: &Rope) -> Vec<f64> {
+/// Rotates each head of each row by its position: pair i turns by
+/// pos · freq_scale · theta^(-2i / n_rot) / factors[i].
+pub fn rope(x: &[f64], pos: &[u32], r: &Rope, factors: &[f32]) -> Vec<f64> {
     let cols = x.len() / pos.len().max(1);
     let mut y = x.to_vec();
     for (row, &p) in y.chunks_mut(cols.max(1)).zip(pos) {
         for head in row.chunks_mut(r.head_dim) {
-            for i in 0..r.n_rot / 2 {
-                let angle =
-                    f64::from(p) * f64::from(r.freq_scale) * f64::from(r.theta).powf(-2.0 * i as f64 / r.n_rot as f64);
+            for (i, &ff) in factors.iter().enumerate().take(r.n_rot / 2) {
+                let freq = f64::from(r.theta).powf(-2.0 * i as f64 / r.n_rot as f64) / f64::from(ff);
+                let angle = f64::from(p) * f64::from(r.freq_scale) * freq;
                 let (a, b) = match r.style {
                     RopeStyle::Normal => (2 * i, 2 * i + 1),
                     RopeStyle::Neox => (i, i + r.n_rot / 2),
@@ -52,13 +53,19 @@ pub fn silu_mul(gate: &[f32], up: &[f32]) -> Vec<f64> {
     gate.iter().zip(up).map(|(&g, &u)| f64::from(g) / (1.0 + (-f64::from(g)).exp()) * f64::from(u)).collect()
 }
 
+/// gelu_tanh(gate) · up with gelu_tanh(g) = g/2 · (1 + tanh(sqrt(2/π) · (g + 0.044715 g³))), in f64.
+pub fn gelu_mul(gate: &[f32], up: &[f32]) -> Vec<f64> {
+    let gelu = |g: f64| 0.5 * g * (1.0 + ((2.0 / std::f64::consts::PI).sqrt() * (g + 0.044715 * g * g * g)).tanh());
+    gate.iter().zip(up).map(|(&g, &u)| gelu(f64::from(g)) * f64::from(u)).collect()
+}
+
 /// x + y, with y repeated over the rows of x when it is shorter (a bias).
 pub fn add(x: &[f32], y: &[f32]) -> Vec<f64> {
     x.iter().enumerate().map(|(i, &a)| f64::from(a) + f64::from(y[i % y.len()])).collect()
 }
 
 /// Causal attention for one query head over one sequence's keys and values, laid out
-/// contiguously: softmax_j(scale · q · k_j) for j ≤ pos, then Σ_j p_j · v_j.
+/// contiguously: softmax_j(scale · q · k_j) for j in `keys` (first ..= pos), then Σ_j p_j · v_j.
 /// q: [head_dim]; k, v: [seq_len, kv_dim]; the head reads columns kv_col..kv_col + head_dim.
 pub fn attention_head(
     q: &[f32],
@@ -66,21 +73,21 @@ pub fn attention_head(
     v: &[f32],
     kv_dim: usize,
     kv_col: usize,
-    pos: usize,
+    keys: std::ops::RangeInclusive<usize>,
     scale: f32,
 ) -> Vec<f64> {
+    let first = *keys.start();
     let head_dim = q.len();
     let row =
         |m: &[f32], j: usize| m[j * kv_dim + kv_col..][..head_dim].iter().map(|&x| f64::from(x)).collect::<Vec<_>>();
-    let scores: Vec<f64> = (0..=pos)
-        .map(|j| f64::from(scale) * row(k, j).iter().zip(q).map(|(a, &b)| a * f64::from(b)).sum::<f64>())
-        .collect();
+    let scores: Vec<f64> =
+        keys.map(|j| f64::from(scale) * row(k, j).iter().zip(q).map(|(a, &b)| a * f64::from(b)).sum::<f64>()).collect();
     let max = scores.iter().cloned().fold(f64::NEG_INFINITY, f64::max);
     let weights: Vec<f64> = scores.iter().map(|s| (s - max).exp()).collect();
     let total: f64 = weights.iter().sum();
     let mut out = vec![0.0; head_dim];
     for (j, w) in weights.iter().enumerate() {
-        for (o, vj) in out.iter_mut().zip(row(v, j)) {
+        for (o, vj) in out.iter_mut().zip(row(v, first + j)) {
             *o += w / total * vj;
         }
     }

@@ -32,17 +32,18 @@ pub fn run<B: Backend>(b: &B, op: &Op, rng: &mut Rng) -> Outcome {
             b.silu_mul_matmul(&gate, &up, &w, &mut hidden, &mut dst)?;
             Ok((expected, widen(&read_f32(b, &dst)?)))
         }
-        Op::Embed { format, vocab, d, n_tokens } => {
+        Op::Embed { format, vocab, d, n_tokens, scale } => {
             let bytes = random_weight(rng, format, vocab, d);
             let table_host = dequantize(format, &bytes, vocab, d);
             // The first and last ids, repeats, and random ones.
             let mut ids_host: Vec<u32> = vec![0, vocab as u32 - 1, 0];
             ids_host.extend((3..n_tokens).map(|_| rng.below(vocab) as u32));
             ids_host.truncate(n_tokens);
-            let expected = ids_host.iter().flat_map(|&id| widen(&table_host[id as usize * d..][..d])).collect();
+            let row = |id: u32| widen(&table_host[id as usize * d..][..d]).into_iter().map(|v| v * f64::from(scale));
+            let expected = ids_host.iter().flat_map(|&id| row(id)).collect();
             let (table, ids) = (upload(b, format, vocab, d, bytes)?, u32_tensor(b, n_tokens, 1, &ids_host)?);
             let mut dst = b.alloc(DType::F32, n_tokens, d)?;
-            b.embed(&table, &ids, &mut dst)?;
+            b.embed(&table, &ids, scale, &mut dst)?;
             Ok((expected, widen(&read_f32(b, &dst)?)))
         }
         Op::RmsNorm { rows, d, eps } => {
@@ -53,20 +54,28 @@ pub fn run<B: Backend>(b: &B, op: &Op, rng: &mut Rng) -> Outcome {
             b.rms_norm(&x, &gain, eps, &mut dst)?;
             Ok((expected, widen(&read_f32(b, &dst)?)))
         }
-        Op::Rope { n_tokens, n_heads, rope } | Op::RmsNormRope { n_tokens, n_heads, rope, .. } => {
+        Op::Rope { n_tokens, n_heads, rope, factors } | Op::RmsNormRope { n_tokens, n_heads, rope, factors, .. } => {
             let cols = n_heads * rope.head_dim;
             let x_host = rng.fill(n_tokens * cols, -10.0, 10.0);
             let gain_host = rng.fill(rope.head_dim, 0.5, 1.5);
             let mut pos_host: Vec<u32> = (0..n_tokens).map(|_| rng.below(5000) as u32).collect();
             pos_host[0] = 0;
+            // Llama 3's shape: 1 for the fast pairs, 8 for the slow ones, a smooth ramp between.
+            let half = rope.n_rot / 2;
+            let ff_host: Vec<f32> = (0..half)
+                .map(|i| 1.0 + 7.0 * (i as f32 / half as f32).powi(2) + 0.1 * rng.fill(1, 0.0, 1.0)[0])
+                .collect();
+            let ff = if factors { Some(f32_tensor(b, 1, half, &ff_host)?) } else { None };
+            let ff_ref = if factors { ff_host.clone() } else { vec![1.0; half] };
             let (mut x, pos) = (f32_tensor(b, n_tokens, cols, &x_host)?, u32_tensor(b, n_tokens, 1, &pos_host)?);
             let expected = if let Op::RmsNormRope { eps, .. } = *op {
-                b.rms_norm_rope(&mut x, &f32_tensor(b, 1, rope.head_dim, &gain_host)?, eps, &pos, &rope)?;
+                let gain = f32_tensor(b, 1, rope.head_dim, &gain_host)?;
+                b.rms_norm_rope(&mut x, &gain, eps, &pos, &rope, ff.as_ref())?;
                 let normed = reference::rms_norm(&widen(&x_host), &gain_host, eps, rope.head_dim);
-                reference::rope(&normed, &pos_host, &rope)
+                reference::rope(&normed, &pos_host, &rope, &ff_ref)
             } else {
-                b.rope(&mut x, &pos, &rope)?;
-                reference::rope(&widen(&x_host), &pos_host, &rope)
+                b.rope(&mut x, &pos, &rope, ff.as_ref())?;
+                reference::rope(&widen(&x_host), &pos_host, &rope, &ff_ref)
             };
             Ok((expected, widen(&read_f32(b, &x)?)))
         }
@@ -76,6 +85,13 @@ pub fn run<B: Backend>(b: &B, op: &Op, rng: &mut Rng) -> Outcome {
             let mut dst = b.alloc(DType::F32, rows, d)?;
             b.silu_mul(&gate, &up, &mut dst)?;
             Ok((reference::silu_mul(&gate_host, &up_host), widen(&read_f32(b, &dst)?)))
+        }
+        Op::GeluMul { rows, d } => {
+            let (gate_host, up_host) = (rng.fill(rows * d, -10.0, 10.0), rng.fill(rows * d, -2.0, 2.0));
+            let (gate, up) = (f32_tensor(b, rows, d, &gate_host)?, f32_tensor(b, rows, d, &up_host)?);
+            let mut dst = b.alloc(DType::F32, rows, d)?;
+            b.gelu_mul(&gate, &up, &mut dst)?;
+            Ok((reference::gelu_mul(&gate_host, &up_host), widen(&read_f32(b, &dst)?)))
         }
         Op::AddAssign { rows, d } | Op::AddBias { rows, d } => {
             let bias = matches!(op, Op::AddBias { .. });
@@ -251,6 +267,7 @@ impl PagedAttention {
             n_kv_heads: a.n_kv_heads,
             head_dim: a.head_dim,
             scale: 1.0 / (a.head_dim as f32).sqrt(),
+            window: a.window,
         }
     }
 
@@ -289,7 +306,7 @@ impl PagedAttention {
                     &self.v_seqs[s],
                     kv_dim,
                     kv_col,
-                    p,
+                    a.window.map_or(0, |w| (p + 1).saturating_sub(w))..=p, // keys p - w < j ≤ p
                     self.shape().scale,
                 ));
             }
@@ -299,7 +316,9 @@ impl PagedAttention {
 }
 
 /// A shuffled block table for the sequences and the cache it describes:
-/// (table [n_seqs, max_blocks], max_blocks, cache k, cache v [n_slots, kv_dim]).
+/// (table [n_seqs, max_blocks], max_blocks, cache k, cache v [n_slots, kv_dim]). With a window,
+/// the blocks wholly before the first key any batch token of a sequence sees are not there
+/// (u32::MAX in the table, NaN in the cache), as a cache that freed them would leave them.
 fn layout(
     rng: &mut Rng,
     a: &AttnCase,
@@ -316,10 +335,11 @@ fn layout(
     let (mut cache_k, mut cache_v) = (vec![f32::NAN; n_blocks * bs * kv_dim], vec![f32::NAN; n_blocks * bs * kv_dim]);
     let mut next = block_ids.into_iter();
     for (s, &len) in a.seq_lens.iter().enumerate() {
-        for b in 0..blocks_per_seq[s] {
+        let first = a.window.map_or(0, |w| (len - a.new_tokens[s] + 1).saturating_sub(w));
+        for b in first / bs..blocks_per_seq[s] {
             table[s * max_blocks + b] = next.next().unwrap();
         }
-        for p in 0..len {
+        for p in first / bs * bs..len {
             let slot = table[s * max_blocks + p / bs] as usize * bs + p % bs;
             cache_k[slot * kv_dim..][..kv_dim].copy_from_slice(&k_seqs[s][p * kv_dim..][..kv_dim]);
             cache_v[slot * kv_dim..][..kv_dim].copy_from_slice(&v_seqs[s][p * kv_dim..][..kv_dim]);

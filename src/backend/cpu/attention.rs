@@ -126,22 +126,24 @@ fn lane_sum(xs: &[f32]) -> f32 {
 }
 
 impl Plan<'_> {
-    /// out = softmax-weighted sum of V over positions 0..=pos[t] of `seq`, for query head h of token t.
+    /// out = softmax-weighted sum of V over positions first_key(pos[t])..=pos[t] of `seq`, for
+    /// query head h of token t.
     ///
     /// Two passes over the positions, in order: the scores s_j = scale · dot(q, k_j) into scratch;
     /// then p_j = e^(s_j − max_j s_j) (the maximum gets exactly 1), denom = lane_sum(p), and
     /// out = (Σ_j p_j · v_j) / denom by fused axpys in order of j. A plain (not online) softmax:
     /// one exponential per position, vectorized, and no rescaling of `out`.
     fn head(&self, t: usize, h: usize, seq: usize, out: &mut [f32]) -> Result<()> {
-        let AttnShape { n_heads, n_kv_heads, head_dim, scale } = self.shape;
+        let AttnShape { n_heads, n_kv_heads, head_dim, scale, .. } = self.shape;
         let kv_dim = n_kv_heads * head_dim;
         let kv_col = (h / (n_heads / n_kv_heads)) * head_dim;
         let q = &self.q[(t * n_heads + h) * head_dim..][..head_dim];
-        let n_pos = self.pos[t] as usize + 1;
+        let end = self.pos[t] as usize + 1;
+        let start = self.shape.first_key(end - 1);
         SCORES.with_borrow_mut(|scores| {
             ROWS.with_borrow_mut(|rows| {
                 rows.clear();
-                self.for_each_slot(seq, n_pos, |slot| rows.push(slot * kv_dim + kv_col))?;
+                self.for_each_slot(seq, start, end, |slot| rows.push(slot * kv_dim + kv_col))?;
                 let k_row = |at: usize| &self.k[at..at + head_dim];
                 scores.clear();
                 let mut groups = rows.chunks_exact(4);
@@ -163,13 +165,15 @@ impl Plan<'_> {
         })
     }
 
-    /// Calls `f(slot)` for positions 0..n_pos of `seq` in order, each block checked once.
-    fn for_each_slot(&self, seq: usize, n_pos: usize, mut f: impl FnMut(usize)) -> Result<()> {
+    /// Calls `f(slot)` for positions start..end of `seq` in order, each block checked once (blocks
+    /// before `start`'s are never looked at).
+    fn for_each_slot(&self, seq: usize, start: usize, end: usize, mut f: impl FnMut(usize)) -> Result<()> {
         let blocks = &self.table[seq * self.max_blocks..(seq + 1) * self.max_blocks];
-        for (b, start) in (0..n_pos).step_by(self.block_size).enumerate() {
-            let count = self.block_size.min(n_pos - start);
-            let base = self.block_base(seq, b, blocks, count)?;
-            (base..base + count).for_each(&mut f);
+        let bs = self.block_size;
+        for b in start / bs..end.div_ceil(bs) {
+            let (from, to) = (start.max(b * bs), end.min((b + 1) * bs));
+            let base = self.block_base(seq, b, blocks, to - b * bs)?;
+            (base + from - b * bs..base + to - b * bs).for_each(&mut f);
         }
         Ok(())
     }

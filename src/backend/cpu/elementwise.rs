@@ -1,4 +1,4 @@
-//! Elementwise ops on the CPU: silu_mul, add_assign, add_bias, gather_rows. No reductions, so
+//! Elementwise ops on the CPU: silu_mul, gelu_mul, add_assign, add_bias, gather_rows. No reductions, so
 //! any split is batch invariant; rows are spread over rayon tasks.
 
 use rayon::prelude::*;
@@ -20,6 +20,29 @@ pub fn silu_mul(gate: &Tensor<Cpu>, up: &Tensor<Cpu>, dst: &mut Tensor<Cpu>) -> 
     let (gate, up, dst) = (f32s(op, gate)?, f32s(op, up)?, f32s_mut(op, dst)?);
     dst.par_iter_mut().with_min_len(MIN_TASK).zip(gate.par_iter().zip(up.par_iter())).for_each(|(y, (&g, &u))| {
         *y = g / (1.0 + (-g).exp()) * u;
+    });
+    Ok(())
+}
+
+/// tanh's argument is clamped to ±10 (tanh(10) rounds to 1 in f32), so every backend gets ±1
+/// there rather than a GPU's exp-based tanh overflowing to NaN.
+pub const GELU_TANH_CLAMP: f32 = 10.0;
+
+/// gelu_tanh(g) = g/2 · (1 + tanh(sqrt(2/π) · (g + 0.044715 g³))), HF's `gelu_pytorch_tanh` and
+/// ggml's GELU (without its f16 lookup table), in f32.
+pub fn gelu_tanh(g: f32) -> f32 {
+    const SQRT_2_OVER_PI: f32 = 0.797_884_6;
+    let u = SQRT_2_OVER_PI * (g + 0.044715 * g * g * g);
+    0.5 * g * (1.0 + u.clamp(-GELU_TANH_CLAMP, GELU_TANH_CLAMP).tanh())
+}
+
+/// See [`crate::Backend::gelu_mul`]: dst = gelu_tanh(gate) · up.   gate, up, dst: [rows, d_ff]
+pub fn gelu_mul(gate: &Tensor<Cpu>, up: &Tensor<Cpu>, dst: &mut Tensor<Cpu>) -> Result<()> {
+    let op = "gelu_mul";
+    check::gelu_mul(gate, up, dst)?;
+    let (gate, up, dst) = (f32s(op, gate)?, f32s(op, up)?, f32s_mut(op, dst)?);
+    dst.par_iter_mut().with_min_len(MIN_TASK).zip(gate.par_iter().zip(up.par_iter())).for_each(|(y, (&g, &u))| {
+        *y = gelu_tanh(g) * u;
     });
     Ok(())
 }

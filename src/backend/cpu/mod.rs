@@ -52,19 +52,26 @@ impl Backend for Cpu {
 
     fn matmul(&self, x: &Tensor<Cpu>, w: &Weight<Cpu>, dst: &mut Tensor<Cpu>) -> Result<()> { matmul::matmul(x, w, dst) }
 
-    fn embed(&self, table: &Weight<Cpu>, ids: &Tensor<Cpu>, dst: &mut Tensor<Cpu>) -> Result<()> { embed::embed(table, ids, dst) }
+    fn embed(&self, table: &Weight<Cpu>, ids: &Tensor<Cpu>, scale: f32, dst: &mut Tensor<Cpu>) -> Result<()> {
+        embed::embed(table, ids, scale, dst)
+    }
 
     fn rms_norm(&self, x: &Tensor<Cpu>, gain: &Tensor<Cpu>, eps: f32, dst: &mut Tensor<Cpu>) -> Result<()> {
         norm::rms_norm(x, gain, eps, dst)
     }
 
-    fn rope(&self, x: &mut Tensor<Cpu>, pos: &Tensor<Cpu>, rope: &Rope) -> Result<()> { rope::rope(x, pos, rope) }
-    fn rms_norm_rope(&self, x: &mut Tensor<Cpu>, gain: &Tensor<Cpu>, eps: f32, pos: &Tensor<Cpu>, rope: &Rope) -> Result<()> {
-        rope::rms_norm_rope(x, gain, eps, pos, rope)
+    fn rope(&self, x: &mut Tensor<Cpu>, pos: &Tensor<Cpu>, rope: &Rope, factors: Option<&Tensor<Cpu>>) -> Result<()> {
+        rope::rope(x, pos, rope, factors)
+    }
+    fn rms_norm_rope(&self, x: &mut Tensor<Cpu>, gain: &Tensor<Cpu>, eps: f32, pos: &Tensor<Cpu>, rope: &Rope, factors: Option<&Tensor<Cpu>>) -> Result<()> {
+        rope::rms_norm_rope(x, gain, eps, pos, rope, factors)
     }
 
     fn silu_mul(&self, gate: &Tensor<Cpu>, up: &Tensor<Cpu>, dst: &mut Tensor<Cpu>) -> Result<()> {
         elementwise::silu_mul(gate, up, dst)
+    }
+    fn gelu_mul(&self, gate: &Tensor<Cpu>, up: &Tensor<Cpu>, dst: &mut Tensor<Cpu>) -> Result<()> {
+        elementwise::gelu_mul(gate, up, dst)
     }
     fn add_assign(&self, x: &mut Tensor<Cpu>, y: &Tensor<Cpu>) -> Result<()> { elementwise::add_assign(x, y) }
     fn add_bias(&self, x: &mut Tensor<Cpu>, bias: &Tensor<Cpu>) -> Result<()> { elementwise::add_bias(x, bias) }

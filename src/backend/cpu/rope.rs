@@ -2,7 +2,8 @@
 //!
 //! Angles follow ggml's `ggml_rope_cache_init` (ext_factor = 0, attn_factor = 1), all in f32:
 //! theta_0 = pos, theta_{i+1} = theta_i · theta_scale with theta_scale = powf(base, -2 / n_rot),
-//! angle_i = freq_scale · theta_i, then cosf/sinf. Pair i of the "normal" style is
+//! angle_i = freq_scale · (theta_i / factor_i) (factor_i = 1 without frequency factors: ggml's
+//! `rope_yarn(theta / ff, …)`), then cosf/sinf. Pair i of the "normal" style is
 //! (x[2i], x[2i+1]); of "neox", (x[i], x[i + n_rot/2]). Dims ≥ n_rot pass through.
 
 use std::cell::RefCell;
@@ -22,13 +23,14 @@ thread_local! {
 }
 
 /// Runs `f` with the (cos, sin) table of position `pos`, kept in thread-local scratch.
-pub fn with_angles<R>(pos: u32, rope: &Rope, f: impl FnOnce(&[f32]) -> R) -> R {
+/// factors: [n_rot / 2] or empty (all 1).
+pub fn with_angles<R>(pos: u32, rope: &Rope, factors: &[f32], f: impl FnOnce(&[f32]) -> R) -> R {
     ANGLES.with_borrow_mut(|angles| {
         angles.clear();
         let theta_scale = rope.theta.powf(-2.0 / rope.n_rot as f32);
         let mut theta = pos as f32;
-        for _ in 0..rope.n_rot / 2 {
-            let angle = rope.freq_scale * theta;
+        for i in 0..rope.n_rot / 2 {
+            let angle = rope.freq_scale * factors.get(i).map_or(theta, |&ff| theta / ff);
             angles.extend([angle.cos(), angle.sin()]);
             theta *= theta_scale;
         }
@@ -52,34 +54,45 @@ pub fn rotate(head: &mut [f32], angles: &[f32], rope: &Rope) {
 }
 
 /// See [`crate::Backend::rope`].   x: [n_tokens, n_heads · head_dim]; pos: u32 [n_tokens, 1]
-pub fn rope(x: &mut Tensor<Cpu>, pos: &Tensor<Cpu>, rope: &Rope) -> Result<()> {
+pub fn rope(x: &mut Tensor<Cpu>, pos: &Tensor<Cpu>, rope: &Rope, factors: Option<&Tensor<Cpu>>) -> Result<()> {
     let op = "rope";
-    check::rope(op, x, pos, rope)?;
+    check::rope(op, x, pos, rope, factors)?;
     let pos = u32s(op, pos)?;
+    let factors = factors.map_or(Ok(&[][..]), |f| f32s(op, f))?;
     let cols = x.cols;
     let x = f32s_mut(op, x)?;
     if x.is_empty() {
         return Ok(());
     }
     x.par_chunks_mut(cols).zip(pos.par_iter()).for_each(|(row, &p)| {
-        with_angles(p, rope, |angles| row.chunks_exact_mut(rope.head_dim).for_each(|h| rotate(h, angles, rope)));
+        with_angles(p, rope, factors, |angles| {
+            row.chunks_exact_mut(rope.head_dim).for_each(|h| rotate(h, angles, rope))
+        });
     });
     Ok(())
 }
 
 /// See [`crate::Backend::rms_norm_rope`].   x: [n_tokens, n_heads · head_dim]; gain: [1, head_dim];
 /// pos: u32 [n_tokens, 1]
-pub fn rms_norm_rope(x: &mut Tensor<Cpu>, gain: &Tensor<Cpu>, eps: f32, pos: &Tensor<Cpu>, rope: &Rope) -> Result<()> {
+pub fn rms_norm_rope(
+    x: &mut Tensor<Cpu>,
+    gain: &Tensor<Cpu>,
+    eps: f32,
+    pos: &Tensor<Cpu>,
+    rope: &Rope,
+    factors: Option<&Tensor<Cpu>>,
+) -> Result<()> {
     let op = "rms_norm_rope";
-    check::rms_norm_rope(x, gain, pos, rope)?;
+    check::rms_norm_rope(x, gain, pos, rope, factors)?;
     let (gain, pos) = (f32s(op, gain)?, u32s(op, pos)?);
+    let factors = factors.map_or(Ok(&[][..]), |f| f32s(op, f))?;
     let cols = x.cols;
     let x = f32s_mut(op, x)?;
     if x.is_empty() {
         return Ok(());
     }
     x.par_chunks_mut(cols).zip(pos.par_iter()).for_each(|(row, &p)| {
-        with_angles(p, rope, |angles| {
+        with_angles(p, rope, factors, |angles| {
             for head in row.chunks_exact_mut(rope.head_dim) {
                 let scale = inv_rms(head, eps);
                 for (v, &g) in head.iter_mut().zip(gain) {

@@ -115,7 +115,8 @@ fn attention_prefill(
     (entry, smem): (&'static str, u32),
     dst: &mut Tensor<Cuda>,
 ) -> Result<()> {
-    let AttnShape { n_heads, n_kv_heads, head_dim, scale } = *shape;
+    let AttnShape { n_heads, n_kv_heads, head_dim, scale, .. } = *shape;
+    let window = window_arg(shape);
     let n_rows = q.rows * (n_heads / n_kv_heads);
     let f = cuda.function(Module::Attention, entry)?;
     // Above the default 48 KiB, dynamic shared memory must be allowed per function: raised on the
@@ -133,7 +134,7 @@ fn attention_prefill(
     let (nt, nh, nkv, hd) = (u(q.rows), u(n_heads), u(n_kv_heads), u(head_dim));
     let (bs, mb, n_seqs, n_slots) =
         (u(batch.block_size), u(batch.block_table.cols), u(batch.block_table.rows), u(cache.k.rows));
-    l.arg(&nt).arg(&nh).arg(&nkv).arg(&hd).arg(&scale).arg(&bs).arg(&mb).arg(&n_seqs).arg(&n_slots);
+    l.arg(&nt).arg(&nh).arg(&nkv).arg(&hd).arg(&scale).arg(&bs).arg(&mb).arg(&n_seqs).arg(&n_slots).arg(&window);
     // SAFETY: arguments match attention_prefill_<HD> in cuda/attention_prefill.cu, HD ≥ head_dim;
     // q, dst hold n_tokens · n_heads · head_dim floats, seq/pos n_tokens u32, block_table n_seqs ·
     // max_blocks u32 (check::attention rejected host-written bad indices; the kernel still skips seq ≥
@@ -152,7 +153,8 @@ fn attention_split(
     shape: &AttnShape,
     dst: &mut Tensor<Cuda>,
 ) -> Result<()> {
-    let AttnShape { n_heads, n_kv_heads, head_dim, scale } = *shape;
+    let AttnShape { n_heads, n_kv_heads, head_dim, scale, .. } = *shape;
+    let window = window_arg(shape);
     let pairs = q.rows * n_heads;
     let n_splits = N_SPLITS;
     let partial_bytes = if n_splits > 1 { pairs * n_splits * (2 + head_dim) * 4 } else { 0 };
@@ -171,13 +173,19 @@ fn attention_split(
     l.arg(&q.buf.dev).arg(&cache.k.buf.dev).arg(&cache.v.buf.dev).arg(&batch.seq.buf.dev).arg(&batch.pos.buf.dev);
     l.arg(&batch.block_table.buf.dev).arg(&mut dst.buf.dev).arg(&mut *partial).arg(&mut *done);
     let (n_seqs, n_slots) = (u(batch.block_table.rows), u(cache.k.rows));
-    l.arg(&nh).arg(&nkv).arg(&hd).arg(&scale).arg(&bs).arg(&mb).arg(&ns).arg(&n_seqs).arg(&n_slots);
+    l.arg(&nh).arg(&nkv).arg(&hd).arg(&scale).arg(&bs).arg(&mb).arg(&ns).arg(&n_seqs).arg(&n_slots).arg(&window);
     // SAFETY: arguments match cuda/attention.cu; q, dst hold n_tokens · n_heads · head_dim floats,
     // seq/pos n_tokens u32, block_table n_seqs · max_blocks u32 (the model fills it with valid
     // blocks; check::attention rejected host-written bad indices, and the kernel still skips seq ≥ n_seqs
     // and slots ≥ n_slots), partial pairs · n_splits · (2 + head_dim) floats, done pairs u32.
     unsafe { l.launch(cfg) }.map_err(driver)?;
     Ok(())
+}
+
+/// The kernels' window argument: keys per window, 0 for none (check::attention rejected Some(0)
+/// and windows past u32).
+fn window_arg(shape: &AttnShape) -> u32 {
+    shape.window.unwrap_or(0) as u32
 }
 
 pub fn copy_slots(cuda: &Cuda, cache: &mut KvLayer<Cuda>, src: usize, dst: usize, n: usize) -> Result<()> {

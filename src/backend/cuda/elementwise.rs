@@ -1,4 +1,4 @@
-//! Elementwise ops on CUDA: `cuda/{silu_mul,add_assign,add_bias,gather_rows}.cu`, one thread per element.
+//! Elementwise ops on CUDA: `cuda/{silu_mul,gelu_mul,add_assign,add_bias,gather_rows}.cu`, one thread per element.
 
 use cudarc::driver::PushKernelArg;
 
@@ -42,6 +42,20 @@ pub(super) fn silu_mul_q8(
     l.arg(&gate.buf.dev).arg(&up.buf.dev).arg(&mut dst.buf.dev).arg(&n).arg(&mut xq).arg(&mut xds);
     // SAFETY: arguments match silu_mul_q8 in cuda/silu_mul.cu; gate, up, dst hold n floats (a
     // multiple of 32), xq 2·n bytes and xds 2·n/32 float2 (Planes::hold sized them).
+    unsafe { l.launch(grid_1d(n, 256)?) }.map_err(driver)?;
+    Ok(())
+}
+
+pub fn gelu_mul(cuda: &Cuda, gate: &Tensor<Cuda>, up: &Tensor<Cuda>, dst: &mut Tensor<Cuda>) -> Result<()> {
+    check::gelu_mul(gate, up, dst)?;
+    let n = gate.len() as u64;
+    if n == 0 {
+        return Ok(());
+    }
+    let f = cuda.function(Module::GeluMul, entry::GELU_MUL)?;
+    let mut l = cuda.stream.launch_builder(&f);
+    l.arg(&gate.buf.dev).arg(&up.buf.dev).arg(&mut dst.buf.dev).arg(&n);
+    // SAFETY: (gate, up, dst, n) match cuda/gelu_mul.cu; all three hold n floats.
     unsafe { l.launch(grid_1d(n, 256)?) }.map_err(driver)?;
     Ok(())
 }

@@ -93,6 +93,7 @@ registry! {
     Rope: ["rope.cu"] => { ROPE = "rope" }
     RmsNormRope: ["rope.cu", "rms_norm_rope.cu"] => { RMS_NORM_ROPE = "rms_norm_rope" }
     SiluMul: ["quantize_q8_1.cu", "silu_mul.cu"] => { SILU_MUL = "silu_mul", SILU_MUL_Q8 = "silu_mul_q8" }
+    GeluMul: ["gelu_mul.cu"] => { GELU_MUL = "gelu_mul" }
     AddAssign: ["add_assign.cu"] => { ADD_ASSIGN = "add_assign" }
     AddBias: ["add_bias.cu"] => { ADD_BIAS = "add_bias" }
     GatherRows: ["gather_rows.cu"] => { GATHER_ROWS = "gather_rows" }

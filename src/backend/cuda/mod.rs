@@ -77,8 +77,8 @@ impl Backend for Cuda {
         let label = self.profiler.as_ref().map(|_| matmul::label_many(x, parts)).unwrap_or_default();
         self.op(|| label, || matmul::matmuls(self, x, parts))
     }
-    fn embed(&self, table: &Weight<Self>, ids: &Tensor<Self>, dst: &mut Tensor<Self>) -> Result<()> {
-        self.op(|| ("embed".into(), 0), || embed::embed(self, table, ids, dst))
+    fn embed(&self, table: &Weight<Self>, ids: &Tensor<Self>, scale: f32, dst: &mut Tensor<Self>) -> Result<()> {
+        self.op(|| ("embed".into(), 0), || embed::embed(self, table, ids, scale, dst))
     }
     fn rms_norm(&self, x: &Tensor<Self>, gain: &Tensor<Self>, eps: f32, dst: &mut Tensor<Self>) -> Result<()> {
         self.op(|| ("rms_norm".into(), 0), || norm::rms_norm(self, x, gain, eps, dst))
@@ -93,8 +93,14 @@ impl Backend for Cuda {
     ) -> Result<()> {
         self.op(|| ("add_rms_norm".into(), 0), || norm::add_rms_norm(self, x, y, gain, eps, dst))
     }
-    fn rope(&self, x: &mut Tensor<Self>, pos: &Tensor<Self>, rope: &Rope) -> Result<()> {
-        self.op(|| ("rope".into(), 0), || rope::rope(self, x, pos, rope))
+    fn rope(
+        &self,
+        x: &mut Tensor<Self>,
+        pos: &Tensor<Self>,
+        rope: &Rope,
+        factors: Option<&Tensor<Self>>,
+    ) -> Result<()> {
+        self.op(|| ("rope".into(), 0), || rope::rope(self, x, pos, rope, factors))
     }
     fn rms_norm_rope(
         &self,
@@ -103,11 +109,15 @@ impl Backend for Cuda {
         eps: f32,
         pos: &Tensor<Self>,
         rope: &Rope,
+        factors: Option<&Tensor<Self>>,
     ) -> Result<()> {
-        self.op(|| ("rms_norm_rope".into(), 0), || rope::rms_norm_rope(self, x, gain, eps, pos, rope))
+        self.op(|| ("rms_norm_rope".into(), 0), || rope::rms_norm_rope(self, x, gain, eps, pos, rope, factors))
     }
     fn silu_mul(&self, gate: &Tensor<Self>, up: &Tensor<Self>, dst: &mut Tensor<Self>) -> Result<()> {
         self.op(|| ("silu_mul".into(), 0), || elementwise::silu_mul(self, gate, up, dst))
+    }
+    fn gelu_mul(&self, gate: &Tensor<Self>, up: &Tensor<Self>, dst: &mut Tensor<Self>) -> Result<()> {
+        self.op(|| ("gelu_mul".into(), 0), || elementwise::gelu_mul(self, gate, up, dst))
     }
     fn silu_mul_matmul(
         &self,

@@ -19,15 +19,29 @@ fn geometry(x: &Tensor<Cuda>, rope: &Rope) -> Option<(LaunchConfig, u32)> {
     Some((cfg, n_heads as u32))
 }
 
-pub fn rope(cuda: &Cuda, x: &mut Tensor<Cuda>, pos: &Tensor<Cuda>, rope: &Rope) -> Result<()> {
-    check::rope("rope", x, pos, rope)?;
+/// Null for "no frequency factors" (the kernels test the pointer).
+const NO_FACTORS: u64 = 0;
+
+pub fn rope(
+    cuda: &Cuda,
+    x: &mut Tensor<Cuda>,
+    pos: &Tensor<Cuda>,
+    rope: &Rope,
+    factors: Option<&Tensor<Cuda>>,
+) -> Result<()> {
+    check::rope("rope", x, pos, rope, factors)?;
     let Some((cfg, n_heads)) = geometry(x, rope) else { return Ok(()) };
     let f = cuda.function(Module::Rope, entry::ROPE)?;
     let (head_dim, n_rot, neox) = (rope.head_dim as u32, rope.n_rot as u32, (rope.style == RopeStyle::Neox) as u32);
     let mut l = cuda.stream.launch_builder(&f);
     l.arg(&mut x.buf.dev).arg(&pos.buf.dev).arg(&n_heads).arg(&head_dim).arg(&n_rot);
     l.arg(&rope.theta).arg(&rope.freq_scale).arg(&neox);
-    // SAFETY: arguments match cuda/rope.cu; x holds rows · n_heads · head_dim floats, pos rows u32.
+    match factors {
+        Some(f) => l.arg(&f.buf.dev),
+        None => l.arg(&NO_FACTORS),
+    };
+    // SAFETY: arguments match cuda/rope.cu; x holds rows · n_heads · head_dim floats, pos rows u32,
+    // factors (a device pointer, or null) n_rot / 2 floats (check::rope).
     unsafe { l.launch(cfg) }.map_err(driver)?;
     Ok(())
 }
@@ -39,15 +53,21 @@ pub fn rms_norm_rope(
     eps: f32,
     pos: &Tensor<Cuda>,
     rope: &Rope,
+    factors: Option<&Tensor<Cuda>>,
 ) -> Result<()> {
-    check::rms_norm_rope(x, gain, pos, rope)?;
+    check::rms_norm_rope(x, gain, pos, rope, factors)?;
     let Some((cfg, n_heads)) = geometry(x, rope) else { return Ok(()) };
     let f = cuda.function(Module::RmsNormRope, entry::RMS_NORM_ROPE)?;
     let (head_dim, n_rot, neox) = (rope.head_dim as u32, rope.n_rot as u32, (rope.style == RopeStyle::Neox) as u32);
     let mut l = cuda.stream.launch_builder(&f);
     l.arg(&mut x.buf.dev).arg(&gain.buf.dev).arg(&eps).arg(&pos.buf.dev).arg(&n_heads).arg(&head_dim).arg(&n_rot);
     l.arg(&rope.theta).arg(&rope.freq_scale).arg(&neox);
-    // SAFETY: arguments match cuda/rms_norm_rope.cu; x holds rows · n_heads · head_dim floats, gain head_dim.
+    match factors {
+        Some(f) => l.arg(&f.buf.dev),
+        None => l.arg(&NO_FACTORS),
+    };
+    // SAFETY: arguments match cuda/rms_norm_rope.cu; x holds rows · n_heads · head_dim floats, gain
+    // head_dim, factors (a device pointer, or null) n_rot / 2 floats.
     unsafe { l.launch(cfg) }.map_err(driver)?;
     Ok(())
 }

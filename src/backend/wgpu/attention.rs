@@ -94,6 +94,8 @@ pub fn attention(
         return Ok(());
     }
     let plan = Plan::new(be, batch, shape, n_tokens);
+    // 0 = no window (check::attention rejects Some(0) and windows past u32).
+    let window = shape.window.unwrap_or(0) as u32;
     let group = shape.n_heads / shape.n_kv_heads;
     let (rows, qv) = if plan.tiled { (TILED_ROWS, TILED_QV) } else { (SPLIT_ROWS, SPLIT_QV) };
     let hpw = heads_per_workgroup(group, hd / 4, rows, qv);
@@ -109,6 +111,7 @@ pub fn attention(
         hpw as u32,
         qt as u32,
         plan.n_chunks as u32,
+        window,
     ];
     let inputs = [&q.buf, &cache.k.buf, &cache.v.buf, &batch.seq.buf, &batch.pos.buf, &batch.block_table.buf];
     let head_groups = (shape.n_heads / hpw) as u32;
@@ -119,7 +122,7 @@ pub fn attention(
     }
     let part = be.ctx.scratch(plan.part_bytes as u64)?;
     let bufs = [inputs.as_slice(), &[&*part]].concat();
-    let combine = [shape.n_heads as u32, hd as u32, plan.n_chunks as u32];
+    let combine = [shape.n_heads as u32, hd as u32, plan.n_chunks as u32, window];
     be.ctx.dispatch_all(&[
         Job {
             v: Variant::plain(Kernel::Attention),

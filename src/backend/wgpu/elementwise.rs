@@ -1,4 +1,4 @@
-//! Elementwise ops: SwiGLU, residual add, bias add, row gather (one thread per element).
+//! Elementwise ops: SwiGLU, GeGLU, residual add, bias add, row gather (one thread per element).
 
 use super::Wgpu;
 use super::kernels::{Kernel, Variant};
@@ -9,6 +9,12 @@ pub fn silu_mul(be: &Wgpu, gate: &Tensor<Wgpu>, up: &Tensor<Wgpu>, dst: &mut Ten
     check::silu_mul(gate, up, dst)?;
     let n = gate.len();
     be.ctx.dispatch(Variant::plain(Kernel::SiluMul), &[&gate.buf, &up.buf, &dst.buf], &[n as u32], be.ctx.grid_1d(n))
+}
+
+pub fn gelu_mul(be: &Wgpu, gate: &Tensor<Wgpu>, up: &Tensor<Wgpu>, dst: &mut Tensor<Wgpu>) -> Result<()> {
+    check::gelu_mul(gate, up, dst)?;
+    let n = gate.len();
+    be.ctx.dispatch(Variant::plain(Kernel::GeluMul), &[&gate.buf, &up.buf, &dst.buf], &[n as u32], be.ctx.grid_1d(n))
 }
 
 pub fn add_assign(be: &Wgpu, x: &mut Tensor<Wgpu>, y: &Tensor<Wgpu>) -> Result<()> {

@@ -38,9 +38,10 @@ kernels! {
     MatmulTiled => "matmul_tiled", [R, R, W];
     Embed => "embed", [R, R, W];
     RmsNorm => "rms_norm", [R, R, W];
-    Rope => "rope", [W, R];
-    RmsNormRope => "rms_norm_rope", [W, R, R];
+    Rope => "rope", [W, R, R];
+    RmsNormRope => "rms_norm_rope", [W, R, R, R];
     SiluMul => "silu_mul", [R, R, W];
+    GeluMul => "gelu_mul", [R, R, W];
     AddAssign => "add_assign", [W, R];
     AddBias => "add_bias", [W, R];
     GatherRows => "gather_rows", [R, R, W];

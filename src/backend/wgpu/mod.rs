@@ -133,14 +133,20 @@ impl Backend for Wgpu {
     fn matmul(&self, x: &Tensor<Self>, w: &Weight<Self>, dst: &mut Tensor<Self>) -> Result<()> {
         matmul::matmul(self, x, w, dst)
     }
-    fn embed(&self, table: &Weight<Self>, ids: &Tensor<Self>, dst: &mut Tensor<Self>) -> Result<()> {
-        embed::embed(self, table, ids, dst)
+    fn embed(&self, table: &Weight<Self>, ids: &Tensor<Self>, scale: f32, dst: &mut Tensor<Self>) -> Result<()> {
+        embed::embed(self, table, ids, scale, dst)
     }
     fn rms_norm(&self, x: &Tensor<Self>, gain: &Tensor<Self>, eps: f32, dst: &mut Tensor<Self>) -> Result<()> {
         norm::rms_norm(self, x, gain, eps, dst)
     }
-    fn rope(&self, x: &mut Tensor<Self>, pos: &Tensor<Self>, rope: &Rope) -> Result<()> {
-        rope::rope(self, x, pos, rope)
+    fn rope(
+        &self,
+        x: &mut Tensor<Self>,
+        pos: &Tensor<Self>,
+        rope: &Rope,
+        factors: Option<&Tensor<Self>>,
+    ) -> Result<()> {
+        rope::rope(self, x, pos, rope, factors)
     }
     fn rms_norm_rope(
         &self,
@@ -149,11 +155,15 @@ impl Backend for Wgpu {
         eps: f32,
         pos: &Tensor<Self>,
         rope: &Rope,
+        factors: Option<&Tensor<Self>>,
     ) -> Result<()> {
-        rope::rms_norm_rope(self, x, gain, eps, pos, rope)
+        rope::rms_norm_rope(self, x, gain, eps, pos, rope, factors)
     }
     fn silu_mul(&self, gate: &Tensor<Self>, up: &Tensor<Self>, dst: &mut Tensor<Self>) -> Result<()> {
         elementwise::silu_mul(self, gate, up, dst)
+    }
+    fn gelu_mul(&self, gate: &Tensor<Self>, up: &Tensor<Self>, dst: &mut Tensor<Self>) -> Result<()> {
+        elementwise::gelu_mul(self, gate, up, dst)
     }
     fn add_assign(&self, x: &mut Tensor<Self>, y: &Tensor<Self>) -> Result<()> {
         elementwise::add_assign(self, x, y)
