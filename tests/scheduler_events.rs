@@ -15,7 +15,7 @@ use ultra::gguf::Gguf;
 use ultra::kv_cache::CacheLayout;
 use ultra::tokenizer::Tokenizer;
 
-const OPTS: SchedulerOptions = SchedulerOptions { max_seqs: 8, max_batch_tokens: 256 };
+const OPTS: SchedulerOptions = SchedulerOptions { max_seqs: 8, max_batch_tokens: 256, speculate: 0 };
 const EOG: [u32; 2] = [0, 2];
 
 fn model() -> SuiteModel<Cpu> {

@@ -1,6 +1,7 @@
 //! `ultra serve` end to end: starts the server on 127.0.0.1 (a free port) with the reference
 //! model and runs the Python suites of `tests/server/` against it: the real `openai` client, 64
-//! concurrent streams with hang-ups, the table of bad requests, and schemathesis fuzzing.
+//! concurrent streams with hang-ups, the table of bad requests, schemathesis fuzzing, and a
+//! server speculating with prompt lookup.
 //!
 //! The Python side needs `openai`, `schemathesis` and `requests` (`.ci/run` installs them into
 //! `target/serve-venv`). Without them these tests print SKIPPED and pass, except under CI=true,
@@ -115,6 +116,11 @@ fn suite(script: &str, args: &[&str], api_key: Option<&str>) {
 #[test]
 fn openai_client_chat_completions_streaming_stop_usage() {
     suite("openai_client.py", &["--ctx", "1024"], None);
+}
+
+#[test]
+fn lookup_speculation_serves_the_same_greedy_tokens() {
+    suite("speculative.py", &["--ctx", "1024", "--draft-mode", "lookup", "--speculate", "4"], None);
 }
 
 #[test]

@@ -46,7 +46,8 @@ fn batched_greedy_equals_each_prompt_alone_with_one_forward_pass_per_step<B: Bac
     let expected: Vec<Vec<u32>> = prompts.iter().map(|p| m.solo(p, MAX_TOKENS)).collect();
     for layout in [CacheLayout::plain(4, CONTEXT), CacheLayout::paged(16, 4 * CONTEXT / 16)] {
         let mut runner = m.runner(layout);
-        let (done, steps, _) = batched(&mut runner, &prompts, SchedulerOptions { max_seqs: 4, max_batch_tokens: 512 });
+        let (done, steps, _) =
+            batched(&mut runner, &prompts, SchedulerOptions { max_seqs: 4, max_batch_tokens: 512, speculate: 0 });
         for (c, want) in done.iter().zip(&expected) {
             m.assert_same_greedy(
                 &prompts[c.index],
@@ -68,8 +69,11 @@ fn a_shared_prefix_is_not_recomputed_and_changes_nothing<B: Backend>(m: &SuiteMo
     let expected = [m.solo(&a, MAX_TOKENS), m.solo(&b, MAX_TOKENS)];
     let mut runner = m.runner(CacheLayout::paged(16, 128));
     // One sequence at a time, so the second prompt finds the first one's pages cached.
-    let (done, _, _) =
-        batched(&mut runner, &[a.clone(), b.clone()], SchedulerOptions { max_seqs: 1, max_batch_tokens: 512 });
+    let (done, _, _) = batched(
+        &mut runner,
+        &[a.clone(), b.clone()],
+        SchedulerOptions { max_seqs: 1, max_batch_tokens: 512, speculate: 0 },
+    );
     m.assert_same_greedy(&a, &expected[0], &done[0].tokens, "first prompt");
     m.assert_same_greedy(&b, &expected[1], &done[1].tokens, "second prompt, on shared pages");
     assert_eq!(done[0].cached_prompt_tokens, 0);
@@ -83,7 +87,7 @@ fn a_preempted_sequence_continues_exactly_as_if_it_had_never_been<B: Backend>(m:
     // The four prompts with their 12 new tokens need 3 + 3 + 27 + 3 pages of 16; the pool has 32.
     let mut runner = m.runner(CacheLayout::paged(16, 32));
     let (done, _, preemptions) =
-        batched(&mut runner, &prompts, SchedulerOptions { max_seqs: 4, max_batch_tokens: 512 });
+        batched(&mut runner, &prompts, SchedulerOptions { max_seqs: 4, max_batch_tokens: 512, speculate: 0 });
     assert!(preemptions > 0, "the pool was meant to run out");
     for (c, want) in done.iter().zip(&expected) {
         let what = format!("prompt {} (preempted {} times)", c.index, c.preemptions);

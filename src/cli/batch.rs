@@ -43,7 +43,7 @@ pub fn run_on<B: Backend>(backend: B, gguf: &Gguf, args: &GenerateArgs) -> Resul
     let max_seqs = args.max_batch.max(1);
     let mut runner = Runner::load(backend, gguf, args.cache.layout(max_seqs, context), context)?;
     let eog = tokenizer.eog_ids().to_vec();
-    let opts = SchedulerOptions { max_seqs, max_batch_tokens: args.batch.max(1) };
+    let opts = SchedulerOptions { max_seqs, max_batch_tokens: args.batch.max(1), speculate: 0 };
     let mut scheduler = Scheduler::new(&mut runner, eog.clone(), opts);
     for (index, text) in prompts.iter().enumerate() {
         let mut config = sampler_config(args);

@@ -55,9 +55,18 @@ pub struct ServeArgs {
 }
 
 pub fn run(args: ServeArgs) -> Result<()> {
-    if args.spec.draft_mode != DraftMode::None {
-        bail!("the server's batch decodes plainly; speculative decoding (--draft-mode) takes `ultra generate`");
-    }
+    let speculate = match args.spec.draft_mode {
+        DraftMode::None => 0,
+        DraftMode::Lookup if args.spec.speculate > 0 && !args.spec.adaptive_k => args.spec.speculate,
+        DraftMode::Lookup if args.spec.adaptive_k => {
+            bail!("the server speculates with a fixed --speculate K; drop --adaptive-k")
+        }
+        DraftMode::Lookup => bail!("--draft-mode lookup needs --speculate K with K ≥ 1"),
+        other => bail!(
+            "the server speculates with --draft-mode lookup only; --draft-mode {} takes `ultra generate`",
+            format!("{other:?}").to_lowercase()
+        ),
+    };
     let path = args.model.path()?;
     let gguf = ultra::gguf::Gguf::open(&path).with_context(|| format!("loading {}", path.display()))?;
     let tokenizer = Tokenizer::from_gguf(&gguf)?;
@@ -81,7 +90,7 @@ pub fn run(args: ServeArgs) -> Result<()> {
     let wiring = Wiring::new(args.max_queue);
     let engine_config = EngineConfig {
         eog: tokenizer.eog_ids().to_vec(),
-        scheduler: SchedulerOptions { max_seqs: args.max_batch.max(1), max_batch_tokens: args.batch.max(1) },
+        scheduler: SchedulerOptions { max_seqs: args.max_batch.max(1), max_batch_tokens: args.batch.max(1), speculate },
         pieces,
         metrics: wiring.metrics.clone(),
         in_flight: wiring.in_flight.clone(),

@@ -5,11 +5,13 @@ pub mod adaptive;
 pub mod decode;
 pub mod drafter;
 pub mod perplexity;
+pub mod requests;
 pub mod rows;
 pub mod sampler;
 pub mod scheduler;
 pub mod speculative;
 pub mod stop;
+pub mod verify;
 
 pub use decode::{GenerateOptions, Generation, generate, prefill};
 pub use drafter::{Draft, Drafter, LookupDrafter, ModelDrafter, NgramDrafter};

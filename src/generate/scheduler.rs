@@ -8,88 +8,24 @@
 //! `TextStream`), then each finished request with its reason. A request ends at an
 //! end-of-generation token, its token budget, the context's end, a stop string, or `cancel`;
 //! its pages go back to the pool at once.
+//!
+//! With `speculate` = K, each decoding sequence also carries up to K prompt-lookup draft tokens
+//! in the same pass (K + 1 logits rows for it), checked by `verify` exactly as single-sequence
+//! speculative decoding checks them; rejected positions are cut from its cache before the next
+//! pass, and each accepted token is reported (and tested against the stop conditions) one by one.
 
 use std::collections::VecDeque;
 
 use crate::backend::Backend;
 use crate::error::{Error, Result};
-use crate::generate::rows::{Row, TokenLogprobs, forward_and_sample_rows, logprobs};
+use crate::generate::drafter::{Draft, Drafter, LookupDrafter};
+pub use crate::generate::requests::{Completion, Event, Extras, FinishReason, Request};
+use crate::generate::rows::{Row, forward_and_sample_rows, logprobs};
 use crate::generate::sampler::Sampler;
-use crate::generate::stop::TextStream;
-use crate::kv_cache::{PoolStats, SeqId};
+use crate::generate::speculative::SpecStats;
+use crate::generate::verify::{VerifyRow, forward_and_verify_rows};
+use crate::kv_cache::SeqId;
 use crate::model::{Batch, Runner};
-
-/// One prompt to complete.
-pub struct Request {
-    pub index: usize,
-    pub prompt: Vec<u32>,
-    pub max_tokens: usize,
-    pub sampler: Sampler,
-}
-
-/// What a request wants besides its tokens; the default is neither.
-#[derive(Clone, Debug, Default)]
-pub struct Extras {
-    /// Detokenize as tokens come and end at the stream's stop strings.
-    pub text: Option<TextStream>,
-    /// Report each token's log-probability and this many alternatives (reads back full logits).
-    pub logprobs: Option<usize>,
-}
-
-/// Why a request ended.
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
-pub enum FinishReason {
-    /// An end-of-generation token (it is the last token).
-    Eog,
-    /// A stop string matched (the text ends before it).
-    StopString,
-    /// `max_tokens` tokens were generated.
-    Length,
-    /// The sequence filled the context.
-    Context,
-    /// `Scheduler::cancel`.
-    Cancelled,
-}
-
-impl FinishReason {
-    /// OpenAI's `finish_reason`.
-    pub fn openai(self) -> &'static str {
-        match self {
-            FinishReason::Eog | FinishReason::StopString => "stop",
-            FinishReason::Length | FinishReason::Context => "length",
-            FinishReason::Cancelled => "cancelled",
-        }
-    }
-}
-
-/// What one step reports, in order.
-#[derive(Clone, Debug)]
-pub enum Event {
-    /// Request `index` sampled `token`; `text` is what it released (with a `TextStream`).
-    Token { index: usize, token: u32, text: String, logprobs: Option<TokenLogprobs> },
-    /// Request `index` finished (its last token was reported just before).
-    Done(Completion),
-}
-
-/// A finished request.
-#[derive(Clone, Debug, PartialEq, Eq)]
-pub struct Completion {
-    pub index: usize,
-    pub prompt_tokens: Vec<u32>,
-    pub tokens: Vec<u32>,
-    pub stopped_at_eog: bool,
-    pub finish: FinishReason,
-    /// The whole text, stop string excluded (empty without a `TextStream`).
-    pub text: String,
-    /// Prompt tokens taken from the prefix cache at (first) admission.
-    pub cached_prompt_tokens: usize,
-    pub preemptions: usize,
-    /// Forward passes of the whole batch so far, when this request completed.
-    pub forward_passes: u64,
-    /// The page pool's counters when this request completed.
-    pub pool: PoolStats,
-    pub pages_in_use: usize,
-}
 
 struct Active {
     req: Request,
@@ -102,6 +38,10 @@ struct Active {
     cached_prompt_tokens: Option<usize>,
     preemptions: usize,
     extras: Extras,
+    /// Proposes draft tokens when the scheduler speculates.
+    drafter: Option<Box<dyn Drafter>>,
+    /// Tokens drafted after `needed()` for this step's pass (empty: a plain step).
+    draft: Draft,
 }
 
 impl Active {
@@ -120,7 +60,12 @@ pub struct SchedulerOptions {
     pub max_seqs: usize,
     /// Most tokens in one forward pass (decode tokens plus prompt chunks).
     pub max_batch_tokens: usize,
+    /// Prompt-lookup draft tokens per decoding sequence and pass; 0 decodes plainly.
+    pub speculate: usize,
 }
+
+/// N-gram lengths the prompt-lookup drafter matches (as `ultra generate --draft-mode lookup`).
+const LOOKUP_NGRAM: usize = 3;
 
 pub struct Scheduler<'a, B: Backend> {
     runner: &'a mut Runner<B>,
@@ -132,6 +77,8 @@ pub struct Scheduler<'a, B: Backend> {
     /// Forward passes run by this scheduler.
     pub steps: u64,
     pub preemptions: u64,
+    /// Drafted and accepted tokens, and verification rounds (sequence-passes with a draft).
+    pub spec: SpecStats,
 }
 
 impl<'a, B: Backend> Scheduler<'a, B> {
@@ -145,6 +92,7 @@ impl<'a, B: Backend> Scheduler<'a, B> {
             clock: 0,
             steps: 0,
             preemptions: 0,
+            spec: SpecStats::default(),
         }
     }
 
@@ -169,6 +117,8 @@ impl<'a, B: Backend> Scheduler<'a, B> {
             cached_prompt_tokens: None,
             preemptions: 0,
             extras,
+            drafter: (self.opts.speculate > 0).then(|| Box::new(LookupDrafter::new(LOOKUP_NGRAM)) as Box<dyn Drafter>),
+            draft: no_draft(),
         };
         self.waiting.push_back(waiting);
         Ok(())
@@ -228,15 +178,83 @@ impl<'a, B: Backend> Scheduler<'a, B> {
     /// One step, reporting each sampled token and then each request it finished.
     pub fn step_events(&mut self) -> Result<Vec<Event>> {
         self.admit()?;
+        self.propose_drafts()?;
         let (batch, fed, rows) = self.build_batch()?;
         if batch.is_empty() {
             return Err(Error::Cache(
                 "no sequence can make progress: the KV pool is too small for one prompt chunk".into(),
             ));
         }
+        // Keep exactly the drafts the batch holds: the token budget or the free pages may have
+        // cut them short.
+        let mut in_batch = vec![0; self.running.len()];
+        for &(i, n) in &fed {
+            in_batch[i] = n;
+        }
+        for (a, &n) in self.running.iter_mut().zip(&in_batch) {
+            let d = n.saturating_sub(a.needed().len() - a.computed);
+            a.draft.tokens.truncate(d);
+        }
+        let emitted = self.forward_and_pick(&batch, &rows)?;
+        self.steps += 1;
+        for (i, n) in fed {
+            self.running[i].computed += n;
+        }
+        let mut events = Vec::new();
+        let mut stopped = Vec::new();
+        let mut row0 = 0;
+        for (&i, tokens) in rows.iter().zip(emitted) {
+            let a = &mut self.running[i];
+            let drafted = a.draft.tokens.len();
+            if drafted > 0 {
+                // Exact rollback: the cache keeps the fed token and the accepted drafts.
+                let accepted = tokens.len() - 1;
+                a.computed -= drafted - accepted;
+                self.runner.cache.truncate(a.seq, a.computed)?;
+                if let Some(d) = a.drafter.as_mut() {
+                    d.rollback(a.computed)?;
+                }
+                self.spec.drafted += drafted as u64;
+                self.spec.accepted += accepted as u64;
+                self.spec.rounds += 1;
+            }
+            for (j, next) in tokens.into_iter().enumerate() {
+                a.generated.push(next);
+                let lp = a.extras.logprobs.map(|n| logprobs(self.runner.logits(row0 + j), next, n));
+                let step = match &mut a.extras.text {
+                    Some(t) if !self.eog.contains(&next) => t.push(next),
+                    _ => Default::default(),
+                };
+                events.push(Event::Token { index: a.req.index, token: next, text: step.delta, logprobs: lp });
+                // Tokens accepted past the request's end are dropped with its sequence.
+                if step.stopped {
+                    stopped.push(i);
+                    break;
+                }
+                if finish_reason(a, &self.eog, self.runner.context, false).is_some() {
+                    break;
+                }
+            }
+            row0 += drafted + 1;
+        }
+        for i in (0..self.running.len()).rev() {
+            if let Some(reason) = finish_reason(&self.running[i], &self.eog, self.runner.context, stopped.contains(&i))
+            {
+                let a = self.running.remove(i);
+                self.runner.cache.remove_seq(a.seq)?;
+                events.push(Event::Done(self.completion(a, reason)));
+            }
+        }
+        Ok(events)
+    }
+
+    /// Runs the batch and returns, per logits-holding sequence of `rows`, the tokens it emits:
+    /// one sampled token, or with a draft its accepted drafts and the verifier's own token.
+    fn forward_and_pick(&mut self, batch: &Batch, rows: &[usize]) -> Result<Vec<Vec<u32>>> {
         let full_logits = rows.iter().any(|&i| self.running[i].extras.logprobs.is_some());
-        let tokens = {
-            let histories: Vec<Vec<u32>> = rows.iter().map(|&i| self.running[i].needed()).collect();
+        let histories: Vec<Vec<u32>> = rows.iter().map(|&i| self.running[i].needed()).collect();
+        if rows.iter().all(|&i| self.running[i].draft.tokens.is_empty()) {
+            // A plain step: one row per sequence, read back as little as the samplers allow.
             let mut samplers: Vec<Option<&mut Sampler>> =
                 self.running.iter_mut().map(|a| Some(&mut a.req.sampler)).collect();
             let mut sample_rows: Vec<Row<'_>> = rows
@@ -244,47 +262,20 @@ impl<'a, B: Backend> Scheduler<'a, B> {
                 .zip(&histories)
                 .map(|(&i, history)| Row { sampler: samplers[i].take().expect("one logits row per sequence"), history })
                 .collect();
-            forward_and_sample_rows(self.runner, &batch, &mut sample_rows, full_logits)?
-        };
-        self.steps += 1;
-        for (i, n) in fed {
-            self.running[i].computed += n;
+            let tokens = forward_and_sample_rows(self.runner, batch, &mut sample_rows, full_logits)?;
+            return Ok(tokens.into_iter().map(|t| vec![t]).collect());
         }
-        let mut events = Vec::new();
-        let mut stopped = Vec::new();
-        for (row, (&i, next)) in rows.iter().zip(tokens).enumerate() {
-            let a = &mut self.running[i];
-            a.generated.push(next);
-            let lp = a.extras.logprobs.map(|n| logprobs(self.runner.logits(row), next, n));
-            let step = match &mut a.extras.text {
-                Some(t) if !self.eog.contains(&next) => t.push(next),
-                _ => Default::default(),
-            };
-            if step.stopped {
-                stopped.push(i);
-            }
-            events.push(Event::Token { index: a.req.index, token: next, text: step.delta, logprobs: lp });
-        }
-        for i in (0..self.running.len()).rev() {
-            let a = &self.running[i];
-            let reason = if stopped.contains(&i) {
-                Some(FinishReason::StopString)
-            } else if a.generated.last().is_some_and(|t| self.eog.contains(t)) {
-                Some(FinishReason::Eog)
-            } else if a.generated.len() >= a.req.max_tokens {
-                Some(FinishReason::Length)
-            } else if a.req.prompt.len() + a.generated.len() >= self.runner.context {
-                Some(FinishReason::Context)
-            } else {
-                None
-            };
-            if let Some(reason) = reason {
-                let a = self.running.remove(i);
-                self.runner.cache.remove_seq(a.seq)?;
-                events.push(Event::Done(self.completion(a, reason)));
-            }
-        }
-        Ok(events)
+        let mut parts: Vec<Option<(&mut Sampler, &Draft)>> =
+            self.running.iter_mut().map(|a| Some((&mut a.req.sampler, &a.draft))).collect();
+        let mut verify_rows: Vec<VerifyRow<'_>> = rows
+            .iter()
+            .zip(&histories)
+            .map(|(&i, history)| {
+                let (sampler, draft) = parts[i].take().expect("one verification per sequence");
+                VerifyRow { sampler, history, draft }
+            })
+            .collect();
+        forward_and_verify_rows(self.runner, batch, &mut verify_rows, full_logits)
     }
 
     fn completion(&self, mut a: Active, finish: FinishReason) -> Completion {
@@ -308,6 +299,27 @@ impl<'a, B: Backend> Scheduler<'a, B> {
             pool: self.runner.cache.stats(),
             pages_in_use: self.runner.cache.blocks_in_use(),
         }
+    }
+
+    /// A draft for every sequence about to decode, within its token budget and the context:
+    /// k drafts can emit k + 1 tokens, and those must fit both.
+    fn propose_drafts(&mut self) -> Result<()> {
+        let context = self.runner.context;
+        for a in &mut self.running {
+            a.draft = no_draft();
+            let needed = a.needed();
+            let Some(drafter) = a.drafter.as_mut() else { continue };
+            if needed.len() - a.computed != 1 {
+                continue; // still in prefill
+            }
+            let left = a.req.max_tokens.saturating_sub(a.generated.len() + 1);
+            let k = self.opts.speculate.min(left).min(context.saturating_sub(needed.len() + 1));
+            if k > 0 {
+                a.draft = drafter.propose(&needed, k)?;
+                a.draft.tokens.truncate(k);
+            }
+        }
+        Ok(())
     }
 
     /// Moves waiting sequences into the batch while their first chunk fits in free pages,
@@ -360,7 +372,14 @@ impl<'a, B: Backend> Scheduler<'a, B> {
     #[allow(clippy::type_complexity)] // the three parts of a plan, named in the doc above
     fn build_batch(&mut self) -> Result<(Batch, Vec<(usize, usize)>, Vec<usize>)> {
         loop {
-            let plan = self.plan();
+            // Drafts are the first thing given up when pages are short, before any preemption.
+            if self.running.iter().any(|a| !a.draft.tokens.is_empty()) {
+                let plan = self.plan(true);
+                if plan.3 <= self.runner.cache.free_blocks() {
+                    return Ok((plan.0, plan.1, plan.2));
+                }
+            }
+            let plan = self.plan(false);
             if plan.3 <= self.runner.cache.free_blocks() || self.running.len() <= 1 {
                 return Ok((plan.0, plan.1, plan.2));
             }
@@ -369,7 +388,7 @@ impl<'a, B: Backend> Scheduler<'a, B> {
     }
 
     #[allow(clippy::type_complexity)]
-    fn plan(&self) -> (Batch, Vec<(usize, usize)>, Vec<usize>, usize) {
+    fn plan(&self, drafts: bool) -> (Batch, Vec<(usize, usize)>, Vec<usize>, usize) {
         let (mut batch, mut fed, mut rows, mut pages) = (Batch::new(), Vec::new(), Vec::new(), 0);
         let mut budget = self.opts.max_batch_tokens;
         // Decoding sequences first: they hold pages already and each needs one token.
@@ -380,18 +399,23 @@ impl<'a, B: Backend> Scheduler<'a, B> {
         for i in order {
             let a = &self.running[i];
             let needed = a.needed();
-            let n = (needed.len() - a.computed).min(budget);
+            // What the cache lacks, then the draft; logits from the last needed token on.
+            let mut feed = needed[a.computed..].to_vec();
+            if drafts {
+                feed.extend_from_slice(&a.draft.tokens);
+            }
+            let n = feed.len().min(budget);
             if n == 0 {
                 continue;
             }
             budget -= n;
             fed.push((i, n));
             pages += self.runner.cache.blocks_needed(a.seq, n).unwrap_or(usize::MAX / 4);
-            let completes = a.computed + n == needed.len();
-            for (j, &t) in needed[a.computed..a.computed + n].iter().enumerate() {
-                batch.push(t, a.seq, a.computed + j, completes && j + 1 == n);
+            let last = needed.len() - a.computed - 1;
+            for (j, &t) in feed[..n].iter().enumerate() {
+                batch.push(t, a.seq, a.computed + j, j >= last);
             }
-            if completes {
+            if n > last {
                 rows.push(i);
             }
         }
@@ -404,9 +428,29 @@ impl<'a, B: Backend> Scheduler<'a, B> {
         let mut a = self.running.remove(i);
         self.runner.cache.remove_seq(a.seq)?;
         a.computed = 0;
+        a.draft = no_draft();
         a.preemptions += 1;
         self.preemptions += 1;
         self.waiting.push_front(a);
         Ok(())
+    }
+}
+
+fn no_draft() -> Draft {
+    Draft { tokens: Vec::new(), probs: None }
+}
+
+/// Why `a` ends now, if it does: checked after each token it emits.
+fn finish_reason(a: &Active, eog: &[u32], context: usize, stopped: bool) -> Option<FinishReason> {
+    if stopped {
+        Some(FinishReason::StopString)
+    } else if a.generated.last().is_some_and(|t| eog.contains(t)) {
+        Some(FinishReason::Eog)
+    } else if a.generated.len() >= a.req.max_tokens {
+        Some(FinishReason::Length)
+    } else if a.req.prompt.len() + a.generated.len() >= context {
+        Some(FinishReason::Context)
+    } else {
+        None
     }
 }

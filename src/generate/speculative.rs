@@ -1,9 +1,7 @@
-//! Speculative decoding: a drafter proposes k tokens, the target scores the pending token and
-//! all k drafts in one forward pass, and a verifier keeps the longest acceptable prefix plus one
-//! token of its own. Greedy verification keeps drafts equal to the target's argmax, so the output
-//! is exactly plain greedy decoding; sampled verification accepts draft x with probability
-//! min(1, p(x)/q(x)) and otherwise samples norm(max(0, p - q)), so the output follows the
-//! target's distribution (Leviathan et al. 2023, arXiv:2211.17192). After a rejection both caches
+//! Speculative decoding of one sequence: a drafter proposes k tokens, the target scores the
+//! pending token and all k drafts in one forward pass, and `verify` (verify.rs, shared with the
+//! scheduler) keeps the longest acceptable prefix plus one token of its own: exactly plain greedy
+//! decoding when greedy, the target's distribution when sampled. After a rejection both caches
 //! are cut back to the accepted length (exact rollback).
 
 use std::time::Instant;
@@ -14,6 +12,7 @@ use crate::generate::adaptive::AdaptiveWindow;
 use crate::generate::decode::{GenerateOptions, Generation, forward_and_sample, prefill};
 use crate::generate::drafter::{Draft, Drafter};
 use crate::generate::sampler::Sampler;
+use crate::generate::verify::{Scores, verify};
 use crate::kv_cache::SeqId;
 use crate::model::{Batch, Runner};
 
@@ -42,39 +41,6 @@ impl SpecStats {
     pub fn mean_accepted_len(&self) -> f64 {
         (self.accepted + self.rounds) as f64 / self.rounds.max(1) as f64
     }
-}
-
-/// The verifier's decision for one round: tokens to emit (accepted drafts, then its own).
-fn verify(runner: &Runner<impl Backend>, sampler: &mut Sampler, draft: &Draft, history: &mut Vec<u32>) -> (usize, u32) {
-    let k = draft.tokens.len();
-    if sampler.config().is_greedy() {
-        for i in 0..k {
-            let best = sampler.sample(runner.logits(i), history);
-            if best != draft.tokens[i] {
-                return (i, best);
-            }
-            history.push(best);
-        }
-        return (k, sampler.sample(runner.logits(k), history));
-    }
-    let mut p = Vec::new();
-    for i in 0..k {
-        sampler.distribution(runner.logits(i), history, &mut p);
-        let x = draft.tokens[i] as usize;
-        let q_x = draft.probs.as_ref().map_or(1.0, |q| q[i][x]);
-        if sampler.uniform() * q_x < p[x] {
-            history.push(x as u32);
-            continue;
-        }
-        // Rejected: sample the residual max(0, p - q), renormalized by sample_from.
-        match &draft.probs {
-            Some(q) => p.iter_mut().zip(&q[i]).for_each(|(pi, qi)| *pi = (*pi - qi).max(0.0)),
-            None => p[x] = 0.0,
-        }
-        return (i, sampler.sample_from(&p));
-    }
-    sampler.distribution(runner.logits(k), history, &mut p);
-    (k, sampler.sample_from(&p))
 }
 
 /// Like `generate`, with a drafter proposing `spec.k` tokens per target forward pass.
@@ -132,7 +98,8 @@ pub fn generate_speculative<B: Backend>(
         tokens.extend_from_slice(&draft.tokens);
         runner.forward(&Batch::sequence(seq, start, &tokens, true))?;
         let mut history = context.clone();
-        let (accepted, own) = verify(runner, sampler, &draft, &mut history);
+        let scores = Scores::Logits((0..tokens.len()).map(|i| runner.logits(i)).collect());
+        let (accepted, own) = verify(&scores, sampler, &draft, &mut history);
         // Keep the pending token and the accepted drafts; the verifier's own token is pending next.
         runner.cache.truncate(seq, start + 1 + accepted)?;
         drafter.rollback(context.len() + accepted)?;

@@ -189,4 +189,6 @@ fn publish<B: Backend>(scheduler: &Scheduler<'_, B>, metrics: &Metrics) {
     metrics.waiting.store(scheduler.waiting() as u64, Relaxed);
     metrics.kv_pages_in_use.store(scheduler.cache().blocks_in_use() as u64, Relaxed);
     metrics.kv_pages_free.store(scheduler.cache().free_blocks() as u64, Relaxed);
+    metrics.draft_tokens.store(scheduler.spec.drafted, Relaxed);
+    metrics.accepted_draft_tokens.store(scheduler.spec.accepted, Relaxed);
 }

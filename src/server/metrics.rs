@@ -78,6 +78,9 @@ pub struct Metrics {
     pub kv_pages_in_use: AtomicU64,
     pub kv_pages_free: AtomicU64,
     pub kv_pages_total: AtomicU64,
+    /// Speculation (`--draft-mode lookup`): draft tokens verified and accepted.
+    pub draft_tokens: AtomicU64,
+    pub accepted_draft_tokens: AtomicU64,
     ttft: Mutex<Histogram>,
     itl: Mutex<Histogram>,
 }
@@ -95,6 +98,8 @@ impl Default for Metrics {
             kv_pages_in_use: AtomicU64::new(0),
             kv_pages_free: AtomicU64::new(0),
             kv_pages_total: AtomicU64::new(0),
+            draft_tokens: AtomicU64::new(0),
+            accepted_draft_tokens: AtomicU64::new(0),
             ttft: Mutex::new(Histogram::new(&TTFT_BUCKETS)),
             itl: Mutex::new(Histogram::new(&ITL_BUCKETS)),
         }
@@ -158,6 +163,20 @@ impl Metrics {
         );
         scalar(&mut out, "ultra_kv_pages_free", "gauge", "KV pages free or evictable.", &self.kv_pages_free);
         scalar(&mut out, "ultra_kv_pages_total", "gauge", "KV pages in the pool.", &self.kv_pages_total);
+        scalar(
+            &mut out,
+            "ultra_spec_draft_tokens_total",
+            "counter",
+            "Prompt-lookup draft tokens verified (--draft-mode lookup).",
+            &self.draft_tokens,
+        );
+        scalar(
+            &mut out,
+            "ultra_spec_accepted_tokens_total",
+            "counter",
+            "Draft tokens the target accepted.",
+            &self.accepted_draft_tokens,
+        );
         let ttft = self.ttft.lock().unwrap_or_else(|p| p.into_inner());
         ttft.render(&mut out, "ultra_time_to_first_token_seconds", "From request arrival to its first token.");
         drop(ttft);
