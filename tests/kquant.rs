@@ -9,8 +9,11 @@
 //! - quantizing a dequantized row again is a near fixed point;
 //! - zero, constant and non-finite input behave (zeros stay zeros, no panic).
 
+mod common;
+
 use std::path::PathBuf;
 
+use common::rng::Rng;
 use serde_json::Value as Json;
 use ultra::Format;
 use ultra::quant::kquant::{self, QK_K};
@@ -32,20 +35,11 @@ fn golden() -> Json {
     serde_json::from_str(&text).expect("golden.json parses")
 }
 
-/// splitmix64: a seeded stream for random test data.
-struct Rng(u64);
-impl Rng {
-    fn next(&mut self) -> u64 {
-        self.0 = self.0.wrapping_add(0x9e37_79b9_7f4a_7c15);
-        let mut z = self.0;
-        z = (z ^ (z >> 30)).wrapping_mul(0xbf58_476d_1ce4_e5b9);
-        z = (z ^ (z >> 27)).wrapping_mul(0x94d0_49bb_1331_11eb);
-        z ^ (z >> 31)
-    }
-    /// Uniform in [-1, 1).
-    fn uniform(&mut self) -> f32 {
-        (self.next() >> 40) as f32 / (1u64 << 23) as f32 - 1.0
-    }
+/// What kquant's data needs beyond the shared stream.
+trait Normal {
+    fn normal(&mut self) -> f32;
+}
+impl Normal for Rng {
     /// Standard normal (Box-Muller).
     fn normal(&mut self) -> f32 {
         let u1 = ((self.next() >> 11) as f64 + 1.0) / (1u64 << 53) as f64;

@@ -2,8 +2,11 @@
 //! dequantizer reproduces its floats to 1 ulp, our quantizer reproduces its bytes exactly, and
 //! quantize→dequantize round trips stay within each format's error bound on random data.
 
+mod common;
+
 use std::path::PathBuf;
 
+use common::rng::Rng;
 use serde_json::Value as Json;
 use ultra::Error;
 use ultra::quant::{Format, dequantize_row, f32_to_bf16_bits, quantize_row};
@@ -175,22 +178,6 @@ fn bf16_rounds_to_nearest_even_and_quiets_nan() {
     assert_eq!(f32_to_bf16_bits(f32::INFINITY), 0x7f80);
     assert_eq!(f32_to_bf16_bits(f32::from_bits(0x7f80_0001)), 0x7fc0, "signalling NaN is quieted");
     assert_eq!(f32_to_bf16_bits(f32::from_bits(0xff81_2345)), 0xffc1, "sign and payload kept");
-}
-
-/// splitmix64: a seeded stream for random test data.
-struct Rng(u64);
-impl Rng {
-    fn next(&mut self) -> u64 {
-        self.0 = self.0.wrapping_add(0x9e37_79b9_7f4a_7c15);
-        let mut z = self.0;
-        z = (z ^ (z >> 30)).wrapping_mul(0xbf58_476d_1ce4_e5b9);
-        z = (z ^ (z >> 27)).wrapping_mul(0x94d0_49bb_1331_11eb);
-        z ^ (z >> 31)
-    }
-    /// Uniform in [-1, 1).
-    fn uniform(&mut self) -> f32 {
-        (self.next() >> 40) as f32 / (1u64 << 23) as f32 - 1.0
-    }
 }
 
 /// The largest error a block of `format` may show, given the block's values.

@@ -2,6 +2,7 @@
 //! Nothing here skips: a missing model or reference file fails the test that asked for it.
 #![allow(dead_code)] // each test binary uses its own subset
 
+pub mod rng;
 pub mod suite;
 pub mod tiny;
 

@@ -59,15 +59,26 @@ pub fn rope(x: &mut Tensor<Cpu>, pos: &Tensor<Cpu>, rope: &Rope, factors: Option
     check::rope(op, x, pos, rope, factors)?;
     let pos = u32s(op, pos)?;
     let factors = factors.map_or(Ok(&[][..]), |f| f32s(op, f))?;
+    for_each_head(op, x, pos, rope, factors, |head, angles| rotate(head, angles, rope))
+}
+
+/// Calls `f(head, angles)` for every head of every row of x, with the (cos, sin) table of the
+/// row's position; rows run in parallel.
+fn for_each_head(
+    op: &'static str,
+    x: &mut Tensor<Cpu>,
+    pos: &[u32],
+    rope: &Rope,
+    factors: &[f32],
+    f: impl Fn(&mut [f32], &[f32]) + Sync,
+) -> Result<()> {
     let cols = x.cols;
     let x = f32s_mut(op, x)?;
     if x.is_empty() {
         return Ok(());
     }
     x.par_chunks_mut(cols).zip(pos.par_iter()).for_each(|(row, &p)| {
-        with_angles(p, rope, factors, |angles| {
-            row.chunks_exact_mut(rope.head_dim).for_each(|h| rotate(h, angles, rope))
-        });
+        with_angles(p, rope, factors, |angles| row.chunks_exact_mut(rope.head_dim).for_each(|h| f(h, angles)));
     });
     Ok(())
 }
@@ -86,21 +97,11 @@ pub fn rms_norm_rope(
     check::rms_norm_rope(x, gain, pos, rope, factors)?;
     let (gain, pos) = (f32s(op, gain)?, u32s(op, pos)?);
     let factors = factors.map_or(Ok(&[][..]), |f| f32s(op, f))?;
-    let cols = x.cols;
-    let x = f32s_mut(op, x)?;
-    if x.is_empty() {
-        return Ok(());
-    }
-    x.par_chunks_mut(cols).zip(pos.par_iter()).for_each(|(row, &p)| {
-        with_angles(p, rope, factors, |angles| {
-            for head in row.chunks_exact_mut(rope.head_dim) {
-                let scale = inv_rms(head, eps);
-                for (v, &g) in head.iter_mut().zip(gain) {
-                    *v = (*v * scale) * g;
-                }
-                rotate(head, angles, rope);
-            }
-        });
-    });
-    Ok(())
+    for_each_head(op, x, pos, rope, factors, |head, angles| {
+        let scale = inv_rms(head, eps);
+        for (v, &g) in head.iter_mut().zip(gain) {
+            *v = (*v * scale) * g;
+        }
+        rotate(head, angles, rope);
+    })
 }
