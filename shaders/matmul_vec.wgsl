@@ -6,12 +6,18 @@
 // Numerics    per (row, x-row, block): acc = block_fma(d, v, x, acc) (dot32_f32.wgsl, f32 on every adapter)
 //             [+ fma(m, Σx, acc)] over the lane's blocks, then row_sum4 over the team: the same
 //             order for every m and MB (bit-identical batches)
+//
+// The decoder (decode32_<format>.wgsl) gives each 32-value block as `raw` (its loads: `Raw` with
+// at least d, m, m2) and `vals` (its values v, small integers), the block being d·v [+ m]:
+// HAS_MIN adds m·Σx over the block; MIN_HALVES (Q2_K, whose 16-value halves have their own mins)
+// adds m·Σx over values 0..15 and m2·Σx over 16..31 instead. Sub-block scales finer than the
+// block (Q2_K, Q3_K, Q6_K: 16 values) are multiplied into v, so a block has one d.
 
 const TEAMS: u32 = WG / TPR;
 const ROWS: u32 = TEAMS * 4u;
 
 // As in common.wgsl (not joined here: its helpers read weights as u32, these as vec4<u32>).
-struct WeightInfo { k: u32, blocks: u32, qh: u32, d: u32 }
+struct WeightInfo { k: u32, blocks: u32, qh: u32, d: u32, sc: u32, pad0: u32, pad1: u32, pad2: u32 }
 
 struct Params { info: WeightInfo, m: u32, n: u32 }
 
@@ -57,6 +63,13 @@ fn sum32(b: Blk) -> f32 {
     return (s.x + s.y) + (s.z + s.w);
 }
 
+// Σ b over each 16-value half of a block (MIN_HALVES).
+fn sum16x2(b: Blk) -> vec2<f32> {
+    let lo = (b.v0 + b.v1) + (b.v2 + b.v3);
+    let hi = (b.v4 + b.v5) + (b.v6 + b.v7);
+    return vec2<f32>((lo.x + lo.y) + (lo.z + lo.w), (hi.x + hi.y) + (hi.z + hi.w));
+}
+
 @compute @workgroup_size(WG)
 fn matmul_vec(@builtin(workgroup_id) wg: vec3<u32>, @builtin(local_invocation_index) lane: u32) {
     let n = params.n;
@@ -74,8 +87,12 @@ fn matmul_vec(@builtin(workgroup_id) wg: vec3<u32>, @builtin(local_invocation_in
             if (i0 + i < params.m) {
                 let xb = xblock(i0 + i, b);
                 acc[i] = block_fma(d, vals(w0), vals(w1), vals(w2), vals(w3), xb, acc[i]);
-                if (HAS_MIN) {
-                    acc[i] = fma(vec4<f32>(w0.m, w1.m, w2.m, w3.m), vec4<f32>(sum32(xb)), acc[i]);
+                let m = vec4<f32>(w0.m, w1.m, w2.m, w3.m);
+                if (MIN_HALVES) {
+                    let s = sum16x2(xb);
+                    acc[i] = fma(vec4<f32>(w0.m2, w1.m2, w2.m2, w3.m2), vec4<f32>(s.y), fma(m, vec4<f32>(s.x), acc[i]));
+                } else if (HAS_MIN) {
+                    acc[i] = fma(m, vec4<f32>(sum32(xb)), acc[i]);
                 }
             }
         }

@@ -49,8 +49,7 @@ const TILED_KS: u32 = 64;
 pub fn matmul(be: &Wgpu, x: &Tensor<Wgpu>, w: &Weight<Wgpu>, dst: &mut Tensor<Wgpu>) -> Result<()> {
     let (m, n) = (x.rows, w.rows);
     check::matmul(x, w, dst)?;
-    let info = w.storage.info;
-    let params = [info[0], info[1], info[2], info[3], m as u32, n as u32];
+    let params = [&w.storage.info[..], &[m as u32, n as u32]].concat();
     let bufs = [&w.storage.buf, &x.buf, &dst.buf];
     if let Some(v) = tiled(be, w.format, m, n) {
         let groups = [n.div_ceil(v.mb as usize) as u32, m.div_ceil(TILED_BM) as u32, 1];

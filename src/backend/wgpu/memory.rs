@@ -1,24 +1,25 @@
 //! Memory: tensors, host transfers (the only ones: write_*, read_*), and weight upload with the
-//! repacking of 18–34-byte ggml blocks into word-aligned sections the kernels read as u32.
+//! repacking of ggml blocks into word-aligned sections the kernels read as u32 (`repack.rs`).
 
 use std::sync::atomic::Ordering;
 
 use super::Wgpu;
 use super::context::GpuBuffer;
-use super::kernels;
+use super::repack::repack;
 use crate::backend::host_mirror::HostMirror;
 use crate::backend::{DType, HostBytes, Tensor, Weight, check};
-use crate::error::{Error, Result};
+use crate::error::Result;
 use crate::quant::Format;
 
 /// A weight on the device: its words and where each section starts (see `repack`).
 pub struct GpuWeight {
     pub(crate) buf: GpuBuffer,
-    /// [k, blocks per row, word offset of qh, word offset of scales] — every legacy weight
-    /// kernel's `WeightInfo` (shaders/common.wgsl).
-    pub(crate) info: [u32; 4],
-    /// Word offset of each field's section (`Format::fields` order): what kernels of formats with
-    /// more fields (k-quants: several scale arrays per super-block) read their sections by.
+    /// [k, 32-value blocks per row, word offset of qh (Q3_K: hmask), of d (or dm), of the
+    /// k-quants' packed sub-block scales, 0, 0, 0] — every weight kernel's `WeightInfo`
+    /// (shaders/common.wgsl).
+    pub(crate) info: [u32; 8],
+    /// Word offset of each field's section (`Format::fields` order; `info` holds those the
+    /// kernels read).
     pub fields: Vec<u32>,
 }
 
@@ -57,42 +58,16 @@ pub fn sync(be: &Wgpu) -> Result<()> {
 pub fn upload_weight(be: &Wgpu, format: Format, rows: usize, cols: usize, bytes: HostBytes) -> Result<Weight<Wgpu>> {
     let src = bytes.bytes();
     check::upload_weight(format, rows, cols, src.len())?;
-    if !kernels::has_kernels(format) {
-        return Err(Error::Unsupported {
-            op: "upload_weight",
-            backend: "wgpu",
-            detail: format!("{} weights (its kernels are not written yet; the cpu backend runs them)", format.name()),
-        });
-    }
     let (words, fields) = repack(format, src);
-    let blocks = if format.is_quantized() { cols / format.block_len() } else { cols };
+    // Kernels address quantized rows in blocks of 32 values (a k-quant super-block is 8 of them).
+    let blocks = if format.is_quantized() { cols / 32 } else { cols };
     let buf = be.ctx.buffer((words.len() * 4) as u64, "weight")?;
     be.ctx.queue.write_buffer(&buf.buf, 0, bytemuck::cast_slice(&words));
     let at = |name: &str| format.fields().iter().position(|f| f.name == name).map(|i| fields[i]);
-    // The legacy kernels' WeightInfo: Q5's fifth bits, then the scales (d, or d and m).
-    let scales = at("dm").or(at("d")).unwrap_or(0);
-    let info = [cols as u32, blocks as u32, at("qh").unwrap_or(scales), scales];
+    let d = at("dm").or(at("d")).unwrap_or(0);
+    let qh = at("qh").or(at("hmask")).unwrap_or(d);
+    let info = [cols as u32, blocks as u32, qh, d, at("scales").unwrap_or(0), 0, 0, 0];
     Ok(Weight { storage: GpuWeight { buf, info, fields }, format, rows, cols })
-}
-
-/// The kernels' layout of a weight: one word-aligned section per field of the format's blocks
-/// (`Format::fields`), each the field's bytes of every block back to back: for the legacy formats
-/// `qs` (16 or 32 quant bytes a block) | `qh` (Q5's fifth bits, a word a block) | scales (`d` of
-/// two blocks per word, or `(d, m)` of one block per word); float formats are one section, their
-/// values. The sizes add up to the GGUF bytes (up to padding). Returns the words and the word
-/// offset of each section.
-fn repack(format: Format, src: &[u8]) -> (Vec<u32>, Vec<u32>) {
-    let mut bytes: Vec<u8> = Vec::with_capacity(src.len() + 16 * format.fields().len());
-    let mut offsets = Vec::with_capacity(format.fields().len());
-    for f in format.fields() {
-        offsets.push((bytes.len() / 4) as u32);
-        src.chunks_exact(format.block_bytes()).for_each(|b| bytes.extend_from_slice(&b[f.start..f.end]));
-        bytes.resize(bytes.len().next_multiple_of(4), 0);
-    }
-    // Whole vec4s: matmul_vec binds the buffer as array<vec4<u32>>.
-    bytes.resize(bytes.len().next_multiple_of(16), 0);
-    let words = bytes.chunks_exact(4).map(|b| u32::from_le_bytes([b[0], b[1], b[2], b[3]])).collect();
-    (words, offsets)
 }
 
 /// Host↔device transfers so far (write_* and read_* calls; weight uploads not counted).

@@ -11,6 +11,7 @@ mod matmul;
 mod memory;
 mod norm;
 mod profile;
+mod repack;
 mod rope;
 mod sampling;
 
