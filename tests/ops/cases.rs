@@ -280,13 +280,13 @@ fn k_for(format: Format, k: usize) -> usize {
 }
 
 /// Cases that must fail with `Error::Unsupported` instead of running, by backend: weights in the
-/// k-quants have no wgpu or cuda kernels yet (their upload is refused).
+/// k-quants have no wgpu kernels yet (their upload is refused).
 pub fn unsupported_on(backend: &str, op: &Op) -> bool {
     let format = match *op {
         Op::Matmul { format, .. } | Op::SiluMulMatmul { format, .. } | Op::Embed { format, .. } => format,
         _ => return false,
     };
-    format.is_kquant() && matches!(backend, "wgpu" | "cuda")
+    format.is_kquant() && backend == "wgpu"
 }
 
 pub fn all() -> Vec<Case> {
