@@ -185,7 +185,8 @@ fn gemv(cuda: &Cuda, x: &Tensor<Cuda>, parts: &mut [Part], (xq, xds): (u64, u64)
     }
     l.arg(&xq).arg(&xds).arg(&m32).arg(&k32).arg(&group);
     // SAFETY: arguments match matmul_vec_mM in cuda/matmul.cu; each used part's weight arrays hold
-    // n_i · k values or k / 32 blocks per row (qs 16-byte aligned) and its dst m · n_i floats
+    // n_i · k values or k / 32 blocks per row (k-quants: and k / 256 scale records; each array
+    // aligned for its widest load, repack.rs) and its dst m · n_i floats
     // (checked by `check`); xq, xds point at x (m · k floats) or at planes of x held by the caller
     // until the launch is queued.
     unsafe { l.launch(cfg) }.map_err(driver)?;
