@@ -9,6 +9,8 @@ mod buffer;
 mod dequant;
 mod elementwise;
 mod embed;
+#[cfg(target_arch = "x86_64")]
+mod kquant;
 mod matmul;
 mod norm;
 mod rope;

@@ -16,13 +16,26 @@ const LANES: usize = 16;
 static USE_AVX2_FMA: LazyLock<bool> = LazyLock::new(|| {
     #[cfg(target_arch = "x86_64")]
     {
-        std::arch::is_x86_feature_detected!("avx2") && std::arch::is_x86_feature_detected!("fma")
+        std::arch::is_x86_feature_detected!("avx2") && std::arch::is_x86_feature_detected!("fma") && !disabled("avx2")
     }
     #[cfg(not(target_arch = "x86_64"))]
     {
         false
     }
 });
+
+/// Whether `ULTRA_CPU_DISABLE` (a comma-separated list of `avx512`, `avx2`; read once) turns the
+/// kernels of `isa` off. `avx2` turns AVX-512 off too, leaving the portable path. Every path gives
+/// the same bits, so this only changes speed (and lets one machine test every path).
+pub fn disabled(isa: &str) -> bool {
+    static LIST: LazyLock<String> = LazyLock::new(|| std::env::var("ULTRA_CPU_DISABLE").unwrap_or_default());
+    LIST.split(',').any(|x| x.trim().eq_ignore_ascii_case(isa))
+}
+
+/// Whether the AVX2+FMA kernels run (here and in kquant/avx2.rs).
+pub fn avx2_fma() -> bool {
+    *USE_AVX2_FMA
+}
 
 /// Σ a[i]·b[i] in the order described at the top of this file. Panics if the lengths differ
 /// (an internal invariant: callers slice both from checked shapes).
@@ -181,7 +194,7 @@ pub mod portable {
 }
 
 #[cfg(target_arch = "x86_64")]
-mod avx2 {
+pub(super) mod avx2 {
     use std::arch::x86_64::*;
 
     use super::LANES;
@@ -237,7 +250,7 @@ mod avx2 {
 
     /// The lane tree of `portable::reduce`, in registers.
     #[target_feature(enable = "avx2,fma")]
-    fn reduce(lo: __m256, hi: __m256) -> f32 {
+    pub fn reduce(lo: __m256, hi: __m256) -> f32 {
         let s8 = _mm256_add_ps(lo, hi); // lane l: acc[l] + acc[l + 8]
         let s4 = _mm_add_ps(_mm256_castps256_ps128(s8), _mm256_extractf128_ps::<1>(s8)); // s8[l] + s8[l + 4]
         let s2 = _mm_add_ps(s4, _mm_movehl_ps(s4, s4)); // s4[l] + s4[l + 2]
