@@ -158,11 +158,21 @@ impl Config {
                 "rope.dimension_count {n_rot} must be even and ≤ head_dim {head_dim}"
             )));
         }
+        // As llama.cpp's load_hparams: a missing type is linear, the factor is `rope.scaling.factor`
+        // or the older `rope.scale_linear`, and a factor of 0 (or none) means no scaling. Llama 3's
+        // scaling is no type: its converter writes the `rope_freqs` tensor instead (weights.rs).
+        let factor_key = if m.has("rope.scaling.factor") { "rope.scaling.factor" } else { "rope.scale_linear" };
         let freq_scale = match gguf.get(&m.key("rope.scaling.type")).and_then(|v| v.as_str()) {
-            None | Some("none") => 1.0,
-            Some("linear") => 1.0 / m.float("rope.scaling.factor", 1.0)?,
+            Some("none") => 1.0,
+            None | Some("linear") => match m.float(factor_key, 0.0)? {
+                0.0 => 1.0,
+                factor => 1.0 / factor,
+            },
             Some(other) => {
-                return Err(Error::Metadata(format!("rope scaling `{other}` is not supported (none, linear are)")));
+                return Err(Error::Metadata(format!(
+                    "rope scaling `{other}` ({}) is not supported (none, linear are)",
+                    m.key("rope.scaling.type")
+                )));
             }
         };
         if !(freq_scale.is_finite() && freq_scale > 0.0) {
