@@ -89,7 +89,9 @@ fn metadata_that_contradicts_the_tensors_is_a_clear_error() {
     set(&mut g, "llama.attention.head_count_kv", Value::U32(4));
     assert_eq!(
         load_error(&g),
-        "model metadata: tensor `blk.0.attn_k.weight` is 16×32, the model's metadata implies 32×32"
+        "model metadata: llama.attention.head_count = 4, llama.attention.head_count_kv = 4 and a head size of 8 \
+         (llama.embedding_length / head_count) make 32 query and 32 key rows, but the file's \
+         `blk.0.attn_q.weight` has 32 and `blk.0.attn_k.weight` 16"
     );
     // qwen3 with a head size (key_length) its q/k norms do not have.
     let mut g = tiny_gguf(&TinySpec { arch: "qwen3", ..TinySpec::default() });

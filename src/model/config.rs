@@ -118,16 +118,27 @@ impl Keys<'_> {
 
 impl Config {
     pub fn from_gguf(gguf: &Gguf) -> Result<Config> {
-        let arch_name = gguf
-            .get("general.architecture")
-            .and_then(|v| v.as_str())
-            .ok_or_else(|| Error::Metadata("general.architecture is missing".into()))?;
+        let arch_name = match gguf.get("general.architecture") {
+            None => return Err(Error::Metadata("general.architecture is missing".into())),
+            Some(v) => {
+                v.as_str().ok_or_else(|| Error::Metadata(format!("general.architecture = {v} is not a string")))?
+            }
+        };
         let arch = Arch::ALL.into_iter().find(|a| a.name() == arch_name).ok_or_else(|| {
             let known: Vec<&str> = Arch::ALL.iter().map(|a| a.name()).collect();
             Error::Metadata(format!("architecture `{arch_name}` is not supported ({} are)", known.join(", ")))
         })?;
         let m = Keys { gguf, arch: arch.name() };
         let n_layers = m.int("block_count")?;
+        // Each block has several tensors: a larger count is not this file's, and would size the
+        // per-layer tables (and the KV cache) from a hostile number.
+        if n_layers > gguf.tensors.len() {
+            return Err(Error::Metadata(format!(
+                "{} = {n_layers}, but the file has only {} tensors",
+                m.key("block_count"),
+                gguf.tensors.len()
+            )));
+        }
         let d_model = m.int("embedding_length")?;
         let d_ff = m.int("feed_forward_length")?;
         let n_heads = m.int("attention.head_count")?;
