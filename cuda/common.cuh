@@ -129,3 +129,8 @@ __device__ __forceinline__ float2 k4_scales(uint4 r, u64 blk) {
     const uint2 sm = scale_min_k4(r.y, r.z, r.w, blk & 7);
     return make_float2(__fmul_rn(f16_to_f32(r.x & 0xffff), (float)sm.x), __fmul_rn(f16_to_f32(r.x >> 16), (float)sm.y));
 }
+
+// Word j / 2 of a record held in registers (w[0..3]), by selects: a runtime index would put it in local memory.
+__device__ __forceinline__ u32 record_word(const u32* w, u32 j) {
+    return (j & 4) ? ((j & 2) ? w[3] : w[2]) : ((j & 2) ? w[1] : w[0]);
+}

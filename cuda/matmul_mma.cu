@@ -8,7 +8,8 @@
 // Launch      matmul_mma_prep: one thread per value, one warp per block. matmul_mma: grid (ceil(n / 128),
 //             ceil(m / 64)), 256 threads = 8 warps, each 32 rows × 32 columns of the 64 × 128 output tile
 //             (2 warps along m × 4 along n); k in steps of one 32-value block, raw blocks copied into shared
-//             memory by cp.async MMA_STAGES deep; weight quants decoded per fragment to exact f16 integers
+//             memory by cp.async MMA_STAGES deep; weight quants decoded per fragment to exact f16 integers,
+//             weight scales once per row and step into the stage (mma_rec_load / mma_rec_store)
 // Numerics    x rounded once to f16 (the only rounding before f32); q_w exact in f16; each block's
 //             Σ q_w x_j by two mma.sync m16n8k16 (f16 in, f32 accumulate), one per 16-value half, scaled
 //             in f32 by the decoder's (s0, s1, m0, m1) (SUB16: a scale per half) and summed in k order.
@@ -23,7 +24,6 @@
 #define X_STRIDE 80                                // bytes per x row in shared memory: 32 halves + 16 padding
 #define W_STRIDE (QS_BYTES == 32 ? 48 : QS_BYTES)  // 12, 4 or 2 words: a warp's fragment loads hit 32 banks
 #define W_PIECE (QS_BYTES < 16 ? QS_BYTES : 16)    // bytes per async copy of quants
-#define SC_PIECE (SC_BYTES % 16 == 0 ? 16 : 4)     // bytes per async copy of scales
 #define QH_WORDS (QH_BYTES > 4 ? QH_BYTES / 4 : 1)
 #define XSUMS (XSUM_HALVES ? 2 : 1)               // sums of x per block and row
 
@@ -31,7 +31,7 @@ struct __align__(16) MmaStage {
     u8 x[MMA_BM * X_STRIDE];            // f16 activations, one block per row
     u8 w[MMA_BN * W_STRIDE];            // raw quant bytes, one block per weight row
     float xsum[MMA_BM * XSUMS];         // Σ x over the block (or each half), per row (HAS_M formats)
-    u32 wsc[MMA_BN * (SC_BYTES / 4)];   // the scale bytes of the block, per weight row
+    float4 wscale[MMA_BN];              // (s0, s1, m0, m1) of the block, per weight row (mma_scale)
     u32 wqh[MMA_BN * QH_WORDS];         // high bits (QH_BYTES formats)
 };
 
@@ -100,7 +100,7 @@ __device__ __forceinline__ void mma_load(MmaStage& s, const u8* qs, const u8* qh
         cp_async<4 * XSUMS>(&s.xsum[tid * XSUMS], xsum + (ok ? ((u64)(m0 + tid) * nb + kb) * XSUMS : 0), ok);
     }
 #endif
-    constexpr u32 w_pieces = QS_BYTES / W_PIECE, sc_pieces = SC_BYTES / SC_PIECE;
+    constexpr u32 w_pieces = QS_BYTES / W_PIECE;
 #pragma unroll
     for (u32 i = tid; i < MMA_BN * w_pieces; i += 256) {
         const u32 r = i / w_pieces, h = i % w_pieces;
@@ -108,19 +108,33 @@ __device__ __forceinline__ void mma_load(MmaStage& s, const u8* qs, const u8* qh
         const u64 blk = (u64)(n0 + r) * nb + kb;
         cp_async<W_PIECE>(s.w + r * W_STRIDE + W_PIECE * h, qs + (ok ? blk * QS_BYTES + W_PIECE * h : 0), ok);
     }
-#pragma unroll
-    for (u32 i = tid; i < MMA_BN * sc_pieces; i += 256) {
-        const u32 r = i / sc_pieces, h = i % sc_pieces;
-        const bool ok = n0 + r < n;
-        const u64 blk = (u64)(n0 + r) * nb + kb;
-        cp_async<SC_PIECE>((u8*)s.wsc + r * SC_BYTES + SC_PIECE * h, dm + (ok ? sc_offset(blk) + SC_PIECE * h : 0), ok);
-    }
 #if QH_BYTES
     if (tid < MMA_BN) {
         const bool ok = n0 + tid < n;
         cp_async<QH_BYTES>(&s.wqh[tid * QH_WORDS], qh + (ok ? ((u64)(n0 + tid) * nb + kb) * QH_BYTES : 0), ok);
     }
 #endif
+}
+
+// Scales are not copied raw: thread r < MMA_BN loads weight row r's SC_BYTES into registers when
+// block kb's copies are queued (mma_rec_load), and after that step's mma decodes them once into the
+// stage (mma_rec_store), so the lanes read a float4 per column instead of each decoding the record
+// (a k-quant's takes ~20 instructions; 8 per lane and step) and the loads' latency hides behind a step.
+struct MmaRec {
+    u32 w[SC_BYTES / 4];
+};
+__device__ __forceinline__ MmaRec mma_rec_load(const u8* dm, u32 n, u32 nb, u32 n0, u32 kb, bool live) {
+    MmaRec rec;
+    const u32 r = threadIdx.x;
+    const bool ok = live && r < MMA_BN && n0 + r < n;
+    const u32* src = (const u32*)(dm + (ok ? sc_offset((u64)(n0 + r) * nb + kb) : 0));
+#pragma unroll
+    for (int i = 0; i < SC_BYTES / 4; i++) rec.w[i] = ok ? src[i] : 0u;
+    return rec;
+}
+__device__ __forceinline__ void mma_rec_store(MmaStage& s, const MmaRec& rec, u32 nb, u32 n0, u32 kb) {
+    const u32 r = threadIdx.x;
+    if (r < MMA_BN) s.wscale[r] = mma_scale(rec.w, (u64)(n0 + r) * nb + kb);
 }
 
 extern "C" __global__ void __launch_bounds__(256)
@@ -141,7 +155,10 @@ extern "C" __global__ void __launch_bounds__(256)
 
 #pragma unroll
     for (u32 s = 0; s < MMA_STAGES - 1; s++) {
-        if (s < nb) mma_load(stages[s], qs, qh, dm, xh, xsum, m, n, k, m0, n0, s);
+        if (s < nb) {
+            mma_load(stages[s], qs, qh, dm, xh, xsum, m, n, k, m0, n0, s);
+            mma_rec_store(stages[s], mma_rec_load(dm, n, nb, n0, s, true), nb, n0, s);
+        }
         cp_async_commit();
     }
     for (u32 kb = 0; kb < nb; kb++) {
@@ -150,6 +167,8 @@ extern "C" __global__ void __launch_bounds__(256)
         const u32 next = kb + MMA_STAGES - 1;
         if (next < nb) mma_load(stages[next % MMA_STAGES], qs, qh, dm, xh, xsum, m, n, k, m0, n0, next);
         cp_async_commit();
+        // Stored after this step's mma; read MMA_STAGES - 1 ≥ 2 barriers later.
+        const MmaRec rec = mma_rec_load(dm, n, nb, n0, next, next < nb);
 
         const MmaStage& s = stages[kb % MMA_STAGES];
         // A fragments of both k16 halves of the block: row r, values 4t..4t+3 (step 0) and 16+4t.. (step 1).
@@ -183,8 +202,7 @@ extern "C" __global__ void __launch_bounds__(256)
             i8x4_to_f16(p1, b[1][0], b[1][1]);
             // This lane's two output columns c + 2t, c + 2t + 1: (s0, s1, m0, m1) of each.
             const u32 c0 = c + 2 * t;
-            const float4 w0 = mma_scale(&s.wsc[c0 * (SC_BYTES / 4)], (u64)(n0 + c0) * nb + kb);
-            const float4 w1 = mma_scale(&s.wsc[(c0 + 1) * (SC_BYTES / 4)], (u64)(n0 + c0 + 1) * nb + kb);
+            const float4 w0 = s.wscale[c0], w1 = s.wscale[c0 + 1];
 #pragma unroll
             for (int i = 0; i < 2; i++) {
                 float d0[4] = {0.0f, 0.0f, 0.0f, 0.0f}, d1[4] = {0.0f, 0.0f, 0.0f, 0.0f};
@@ -214,6 +232,7 @@ extern "C" __global__ void __launch_bounds__(256)
 #endif
             }
         }
+        if (next < nb) mma_rec_store(stages[next % MMA_STAGES], rec, nb, n0, next);
     }
     cp_async_wait<0>();
 

@@ -52,9 +52,10 @@ __device__ __forceinline__ float block_dot(const u8* qs, const u8* qh, const u8*
 #define SUB16 1
 #define XSUM_HALVES 1
 __device__ __forceinline__ u64 sc_offset(u64 blk) { return blk / 8 * 20; }
+// sc: the record as 5 words in registers.
 __device__ __forceinline__ float4 mma_scale(const u32* sc, u64 blk) {
-    float2 dd;
-    const u32 sm = q2_k_scales((const u8*)sc, blk & 7, dd);
+    const float2 dd = make_float2(f16_to_f32(sc[4] & 0xffff), f16_to_f32(sc[4] >> 16));
+    const u32 sm = (record_word(sc, blk & 7) >> (16 * (blk & 1))) & 0xffff;
     return make_float4(__fmul_rn(dd.x, (float)(sm & 15)), __fmul_rn(dd.x, (float)((sm >> 8) & 15)),
                        -__fmul_rn(dd.y, (float)((sm >> 4) & 15)), -__fmul_rn(dd.y, (float)(sm >> 12)));
 }

@@ -57,10 +57,12 @@ __device__ __forceinline__ float block_dot(const u8* qs, const u8* qh, const u8*
 #define SUB16 1
 #define XSUM_HALVES 0
 __device__ __forceinline__ u64 sc_offset(u64 blk) { return blk / 8 * 20; }
+// sc: the record as 5 words in registers.
 __device__ __forceinline__ float4 mma_scale(const u32* sc, u64 blk) {
-    float d;
-    const int2 s = q6_k_scales((const u8*)sc, blk & 7, d);
-    return make_float4(__fmul_rn(d, (float)s.x), __fmul_rn(d, (float)s.y), 0.0f, 0.0f);
+    const u32 pair = record_word(sc, blk & 7) >> (16 * (blk & 1));
+    const float d = f16_to_f32(sc[4] & 0xffff);
+    return make_float4(__fmul_rn(d, (float)(signed char)(pair & 0xff)), __fmul_rn(d, (float)(signed char)(pair >> 8)),
+                       0.0f, 0.0f);
 }
 __device__ __forceinline__ void mma_b(const u8* q, const u32* qh, u32 t, u32& b0, u32& b1) {
     const u32 w = *(const u32*)(q + 4 * t);
