@@ -6,16 +6,16 @@
 // Numerics       exact: small integers; x = (d·sc)·q - dmin·m is applied per block by the caller (HAS_MIN)
 
 const HAS_MIN: bool = true;
-const MIN_HALVES: bool = false;
+const HALVES: bool = false;
 
-struct Raw { q: vec4<u32>, h: u32, d: f32, m: f32, m2: f32 }
+struct Raw { q: vec4<u32>, h: u32, d: f32, m: f32, d2: f32, m2: f32 }
 
 fn raw(info: WeightInfo, blk: u32) -> Raw {
     let sb = blk >> 3u;
     let s = info.sc + 3u * sb;
     let sm = vec2<f32>(scale_min_k4(vec3<u32>(word(s), word(s + 1u), word(s + 2u)), blk & 7u));
     let dm = unpack2x16float(word(info.d + sb));
-    return Raw(w[blk], word(info.qh + blk), dm.x * sm.x, -(dm.y * sm.y), 0.0);
+    return Raw(w[blk], word(info.qh + blk), dm.x * sm.x, -(dm.y * sm.y), 0.0, 0.0);
 }
 
 // Nibbles of word `q` (low or high by `shift`) with the fifth bits of values j .. j+3.

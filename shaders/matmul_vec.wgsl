@@ -8,10 +8,9 @@
 //             order for every m and MB (bit-identical batches)
 //
 // The decoder (decode32_<format>.wgsl) gives each 32-value block as `raw` (its loads: `Raw` with
-// at least d, m, m2) and `vals` (its values v, small integers), the block being d·v [+ m]:
-// HAS_MIN adds m·Σx over the block; MIN_HALVES (Q2_K, whose 16-value halves have their own mins)
-// adds m·Σx over values 0..15 and m2·Σx over 16..31 instead. Sub-block scales finer than the
-// block (Q2_K, Q3_K, Q6_K: 16 values) are multiplied into v, so a block has one d.
+// at least d, m, d2, m2) and `vals` (its values v, small integers), the block being d·v [+ m]:
+// HAS_MIN adds m·Σx over the block. HALVES (Q2_K, Q3_K, Q6_K: 16-value sub-blocks) gives values
+// 0..15 d and m, values 16..31 d2 and m2: each half's dot and Σx is scaled by its own (block_fma2).
 
 const TEAMS: u32 = WG / TPR;
 const ROWS: u32 = TEAMS * 4u;
@@ -63,7 +62,7 @@ fn sum32(b: Blk) -> f32 {
     return (s.x + s.y) + (s.z + s.w);
 }
 
-// Σ b over each 16-value half of a block (MIN_HALVES).
+// Σ b over each 16-value half of a block (HALVES).
 fn sum16x2(b: Blk) -> vec2<f32> {
     let lo = (b.v0 + b.v1) + (b.v2 + b.v3);
     let hi = (b.v4 + b.v5) + (b.v6 + b.v7);
@@ -86,13 +85,20 @@ fn matmul_vec(@builtin(workgroup_id) wg: vec3<u32>, @builtin(local_invocation_in
         for (var i = 0u; i < MB; i++) {
             if (i0 + i < params.m) {
                 let xb = xblock(i0 + i, b);
-                acc[i] = block_fma(d, vals(w0), vals(w1), vals(w2), vals(w3), xb, acc[i]);
                 let m = vec4<f32>(w0.m, w1.m, w2.m, w3.m);
-                if (MIN_HALVES) {
-                    let s = sum16x2(xb);
-                    acc[i] = fma(vec4<f32>(w0.m2, w1.m2, w2.m2, w3.m2), vec4<f32>(s.y), fma(m, vec4<f32>(s.x), acc[i]));
-                } else if (HAS_MIN) {
-                    acc[i] = fma(m, vec4<f32>(sum32(xb)), acc[i]);
+                if (HALVES) {
+                    let d2 = vec4<f32>(w0.d2, w1.d2, w2.d2, w3.d2);
+                    acc[i] = block_fma2(d, d2, vals(w0), vals(w1), vals(w2), vals(w3), xb, acc[i]);
+                    if (HAS_MIN) {
+                        let s = sum16x2(xb);
+                        let m2 = vec4<f32>(w0.m2, w1.m2, w2.m2, w3.m2);
+                        acc[i] = fma(m2, vec4<f32>(s.y), fma(m, vec4<f32>(s.x), acc[i]));
+                    }
+                } else {
+                    acc[i] = block_fma(d, vals(w0), vals(w1), vals(w2), vals(w3), xb, acc[i]);
+                    if (HAS_MIN) {
+                        acc[i] = fma(m, vec4<f32>(sum32(xb)), acc[i]);
+                    }
                 }
             }
         }
