@@ -4,7 +4,7 @@
 use ultra::backend::DType;
 use ultra::{Backend, Format};
 
-use crate::cases::{self, AttnCase, Op};
+use crate::cases::AttnCase;
 use crate::harness::{Rng, f32_tensor, random_weight, read_f32, upload};
 use crate::run::PagedAttention;
 
