@@ -20,6 +20,14 @@
 //! 16c + l of the row to lane l in order of c, the lanes then meet in simd.rs's tree). k is a
 //! multiple of 256, so there is no tail.
 
+/// `$body` once for each `$i` in 0..8 or 0..16 with `$i` a literal, so chunk offsets and shifts
+/// fold to constants (as a counted loop, which LLVM left rolled, they were variable shifts).
+macro_rules! unrolled {
+    ($i:ident in 0..8 => $body:block) => { unrolled!(@ $i $body; 0 1 2 3 4 5 6 7) };
+    ($i:ident in 0..16 => $body:block) => { unrolled!(@ $i $body; 0 1 2 3 4 5 6 7 8 9 10 11 12 13 14 15) };
+    (@ $i:ident $body:block; $($n:literal)*) => { $({ let $i: usize = $n; $body })* };
+}
+
 mod avx2;
 mod avx512;
 
