@@ -143,8 +143,8 @@ fn scales<const F: u8>(block: &[u8], s: &mut Scales) {
             }
         }
         Q3_K => {
-            for c in 0..16 {
-                sc[c] = q3_k_scale(&block[96..108], c);
+            for (c, sc) in sc.iter_mut().enumerate() {
+                *sc = q3_k_scale(&block[96..108], c);
             }
         }
         Q4_K | Q5_K => {
@@ -154,8 +154,8 @@ fn scales<const F: u8>(block: &[u8], s: &mut Scales) {
             }
         }
         _ => {
-            for c in 0..16 {
-                sc[c] = block[192 + c] as i8 as i32;
+            for (sc, &b) in sc.iter_mut().zip(&block[192..208]) {
+                *sc = b as i8 as i32;
             }
         }
     }
