@@ -79,7 +79,7 @@ unsafe fn dot_rows<const F: u8, const R: usize>(rows: [&[u8]; R], x: &[f32]) -> 
             prefetch::<F>(rows[r], b);
             scales::<F>(&rows[r][b * bb..(b + 1) * bb], &mut s[r]);
         }
-        for c in 0..16 {
+        unrolled!(c in 0..16 => {
             // SAFETY: value 256b + 16c + 15 < x.len(), and block b exists in every row (the
             // caller's contract).
             unsafe {
@@ -91,7 +91,7 @@ unsafe fn dot_rows<const F: u8, const R: usize>(rows: [&[u8]; R], x: &[f32]) -> 
                     hi[r] = _mm256_fmadd_ps(values::<F>(p, c, 1, &s[r]), x1, hi[r]);
                 }
             }
-        }
+        });
     }
     let mut out = [0.0f32; R];
     for r in 0..R {

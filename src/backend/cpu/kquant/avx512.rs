@@ -104,7 +104,7 @@ unsafe fn dot_rows<const F: u8, const R: usize>(rows: [&[u8]; R], x: &[f32]) -> 
             prefetch::<F>(rows[r], b);
             scales::<F>(&rows[r][b * bb..(b + 1) * bb], &mut s[r]);
         }
-        for j in 0..8 {
+        unrolled!(j in 0..8 => {
             // SAFETY: value 256b + 32j + 31 < x.len(), and block b exists in every row (the
             // caller's contract).
             unsafe {
@@ -116,7 +116,7 @@ unsafe fn dot_rows<const F: u8, const R: usize>(rows: [&[u8]; R], x: &[f32]) -> 
                     acc[r] = _mm512_fmadd_ps(w1, x1, acc[r]);
                 }
             }
-        }
+        });
     }
     let mut out = [0.0f32; R];
     for r in 0..R {

@@ -20,6 +20,14 @@
 //! 16c + l of the row to lane l in order of c, the lanes then meet in simd.rs's tree). k is a
 //! multiple of 256, so there is no tail.
 
+/// `$body` once for each `$i` in 0..8 or 0..16 with `$i` a literal, so chunk offsets and shifts
+/// fold to constants (as a counted loop, which LLVM left rolled, they were variable shifts).
+macro_rules! unrolled {
+    ($i:ident in 0..8 => $body:block) => { unrolled!(@ $i $body; 0 1 2 3 4 5 6 7) };
+    ($i:ident in 0..16 => $body:block) => { unrolled!(@ $i $body; 0 1 2 3 4 5 6 7 8 9 10 11 12 13 14 15) };
+    (@ $i:ident $body:block; $($n:literal)*) => { $({ let $i: usize = $n; $body })* };
+}
+
 mod avx2;
 mod avx512;
 
@@ -135,8 +143,8 @@ fn scales<const F: u8>(block: &[u8], s: &mut Scales) {
             }
         }
         Q3_K => {
-            for c in 0..16 {
-                sc[c] = q3_k_scale(&block[96..108], c);
+            for (c, sc) in sc.iter_mut().enumerate() {
+                *sc = q3_k_scale(&block[96..108], c);
             }
         }
         Q4_K | Q5_K => {
@@ -146,8 +154,8 @@ fn scales<const F: u8>(block: &[u8], s: &mut Scales) {
             }
         }
         _ => {
-            for c in 0..16 {
-                sc[c] = block[192 + c] as i8 as i32;
+            for (sc, &b) in sc.iter_mut().zip(&block[192..208]) {
+                *sc = b as i8 as i32;
             }
         }
     }
