@@ -16,7 +16,7 @@ mod rope;
 mod sampling;
 
 pub use context::{GpuBuffer, Options};
-pub use memory::GpuWeight;
+pub use memory::{GpuWeight, WeightPart};
 
 use crate::backend::{AttnBatch, AttnShape, Backend, DType, HostBytes, KvLayer, Rope, StepMode, Tensor, Weight};
 use crate::error::Result;
