@@ -1,6 +1,7 @@
 // matmul_vec  dst[i, j] = Σ_k x[i, k] · w[j, k] for quantized w: whole blocks per lane, 4 weight rows per team
 // Layout      x: [m, k] f32 read as vec4; w: repacked blocks read as vec4<u32> (decode32_<format>.wgsl);
-//             dst: [m, n] f32; k is a multiple of 32 (whole blocks)
+//             dst: [m, ldd] f32, columns col0 .. col0 + n (w: n rows, one part of the weight); k is a multiple of
+//             32 (whole blocks)
 // Launch      grid (ceil(n / (4·TEAMS)), ceil(m / MB)); WG threads = TEAMS teams of TPR lanes; a team owns
 //             weight rows 4j..4j+3 and lane t the blocks b ≡ t (mod TPR) of those rows, for MB rows of x
 // Numerics    per (row, x-row, block): acc = block_fma(d, v, x, acc) (dot32_f32.wgsl, f32 on every adapter)
@@ -18,7 +19,8 @@ const ROWS: u32 = TEAMS * 4u;
 // As in common.wgsl (not joined here: its helpers read weights as u32, these as vec4<u32>).
 struct WeightInfo { k: u32, blocks: u32, qh: u32, d: u32, sc: u32, pad0: u32, pad1: u32, pad2: u32 }
 
-struct Params { info: WeightInfo, m: u32, n: u32 }
+// n: the weight part's rows; it writes dst columns col0 .. col0 + n of rows ldd wide.
+struct Params { info: WeightInfo, m: u32, n: u32, col0: u32, ldd: u32 }
 
 @group(0) @binding(0) var<uniform> params: Params;
 @group(0) @binding(1) var<storage, read> w: array<vec4<u32>>;
@@ -106,7 +108,7 @@ fn matmul_vec(@builtin(workgroup_id) wg: vec3<u32>, @builtin(local_invocation_in
     for (var i = 0u; i < MB; i++) {
         let total = row_sum4(acc[i], lane);
         if (lane % TPR == 0u && i0 + i < params.m) {
-            let at = (i0 + i) * n + row;
+            let at = (i0 + i) * params.ldd + params.col0 + row;
             for (var r = 0u; r < 4u; r++) {
                 if (row + r < n) {
                     dst[at + r] = total[r];

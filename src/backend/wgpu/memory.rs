@@ -8,11 +8,19 @@ use super::context::GpuBuffer;
 use super::repack::repack;
 use crate::backend::host_mirror::HostMirror;
 use crate::backend::{DType, HostBytes, Tensor, Weight, check};
-use crate::error::Result;
+use crate::error::{Error, Result};
 use crate::quant::Format;
 
-/// A weight on the device: its words and where each section starts (see `repack`).
+/// A weight on the device: one part, or several when it is larger than one buffer may be
+/// (`Context::weight_part_bytes`, the adapter's binding limit by default). Kernels run once per part.
 pub struct GpuWeight {
+    pub parts: Vec<WeightPart>,
+}
+
+/// Rows `row0 .. row0 + rows` of a weight, repacked on their own (see `repack`).
+pub struct WeightPart {
+    pub row0: usize,
+    pub rows: usize,
     pub(crate) buf: GpuBuffer,
     /// [k, 32-value blocks per row, word offset of qh (Q3_K: hmask), of d (or dm), of the
     /// k-quants' packed sub-block scales, 0, 0, 0] — every weight kernel's `WeightInfo`
@@ -57,7 +65,34 @@ pub fn sync(be: &Wgpu) -> Result<()> {
 
 pub fn upload_weight(be: &Wgpu, format: Format, rows: usize, cols: usize, bytes: HostBytes) -> Result<Weight<Wgpu>> {
     let src = bytes.bytes();
-    check::upload_weight(format, rows, cols, src.len())?;
+    let row_bytes = check::upload_weight(format, rows, cols, src.len())?;
+    let per_part = part_rows(be.ctx.weight_part_bytes, format, row_bytes, rows)?;
+    let parts = (0..rows.div_ceil(per_part).max(1))
+        .map(|i| {
+            let (row0, n) = (i * per_part, per_part.min(rows - i * per_part));
+            upload_part(be, format, cols, row0, n, &src[row0 * row_bytes..(row0 + n) * row_bytes])
+        })
+        .collect::<Result<Vec<_>>>()?;
+    Ok(Weight { storage: GpuWeight { parts }, format, rows, cols })
+}
+
+/// Rows per part: as even as the fewest parts of at most `limit` bytes (repacked) allow.
+fn part_rows(limit: u64, format: Format, row_bytes: usize, rows: usize) -> Result<usize> {
+    // Repacking pads each section to a word and the whole to a vec4.
+    let slack = 4 * format.fields().len() as u64 + 16;
+    let fit = (limit.saturating_sub(slack) / row_bytes.max(1) as u64) as usize;
+    if fit == 0 {
+        return Err(Error::Unsupported {
+            op: "upload_weight",
+            backend: "wgpu",
+            detail: format!("one {} row of {row_bytes} bytes exceeds this adapter's buffer limits", format.name()),
+        });
+    }
+    let parts = rows.div_ceil(fit).max(1);
+    Ok(rows.div_ceil(parts).max(1))
+}
+
+fn upload_part(be: &Wgpu, format: Format, cols: usize, row0: usize, rows: usize, src: &[u8]) -> Result<WeightPart> {
     let (words, fields) = repack(format, src);
     // Kernels address quantized rows in blocks of 32 values (a k-quant super-block is 8 of them).
     let blocks = if format.is_quantized() { cols / 32 } else { cols };
@@ -67,7 +102,7 @@ pub fn upload_weight(be: &Wgpu, format: Format, rows: usize, cols: usize, bytes:
     let d = at("dm").or(at("d")).unwrap_or(0);
     let qh = at("qh").or(at("hmask")).unwrap_or(d);
     let info = [cols as u32, blocks as u32, qh, d, at("scales").unwrap_or(0), 0, 0, 0];
-    Ok(Weight { storage: GpuWeight { buf, info, fields }, format, rows, cols })
+    Ok(WeightPart { row0, rows, buf, info, fields })
 }
 
 /// Host↔device transfers so far (write_* and read_* calls; weight uploads not counted).
