@@ -67,7 +67,12 @@ pub fn gemma3_greedy_ids_match_the_cpu_until_a_near_tie<B: Backend>(backend: B, 
             }
             Some(s) => {
                 let gap = top2(&teacher_forced(&mut cpu, &prompt, &want[..=s])[s]).1;
-                assert!(gap < near_tie, "{text:?}: step {s} chose {} where the CPU chose {} (gap {gap:.4})", got[s], want[s]);
+                assert!(
+                    gap < near_tie,
+                    "{text:?}: step {s} chose {} where the CPU chose {} (gap {gap:.4})",
+                    got[s],
+                    want[s]
+                );
                 eprintln!("gemma3 {text:?}: first divergence from the CPU at step {s} (CPU gap {gap:.4})");
             }
         }
