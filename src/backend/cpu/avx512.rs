@@ -19,14 +19,14 @@ use std::sync::LazyLock;
 use crate::quant::Format;
 
 /// Whether this CPU runs these kernels (AVX-512F plus the AVX2/FMA/F16C it implies on real parts),
-/// unless `ULTRA_CPU_DISABLE` turns them off (simd.rs).
+/// unless `ULTRA_CPU_DISABLE` turns them off (isa.rs).
 pub static AVAILABLE: LazyLock<bool> = LazyLock::new(|| {
     is_x86_feature_detected!("avx512f")
         && is_x86_feature_detected!("avx2")
         && is_x86_feature_detected!("fma")
         && is_x86_feature_detected!("f16c")
-        && super::simd::avx2_fma() // so ULTRA_CPU_DISABLE=avx2 turns these off too
-        && !super::simd::disabled("avx512")
+        && super::isa::avx2_fma() // so ULTRA_CPU_DISABLE=avx2 turns these off too
+        && !super::isa::disabled("avx512")
 });
 
 /// Block formats with an in-register decoder, as const-generic tags.

@@ -9,6 +9,7 @@ mod buffer;
 mod dequant;
 mod elementwise;
 mod embed;
+mod isa;
 #[cfg(target_arch = "x86_64")]
 mod kquant;
 mod matmul;

@@ -8,34 +8,9 @@
 //! product fused (one rounding per step), the portable path and the AVX2+FMA path are
 //! bit-identical; the AVX2 path is chosen once per process when the CPU has it.
 
-use std::sync::LazyLock;
-
 const LANES: usize = 16;
 
-/// Whether this CPU runs the AVX2+FMA kernels (decided once, so results never change mid-run).
-static USE_AVX2_FMA: LazyLock<bool> = LazyLock::new(|| {
-    #[cfg(target_arch = "x86_64")]
-    {
-        std::arch::is_x86_feature_detected!("avx2") && std::arch::is_x86_feature_detected!("fma") && !disabled("avx2")
-    }
-    #[cfg(not(target_arch = "x86_64"))]
-    {
-        false
-    }
-});
-
-/// Whether `ULTRA_CPU_DISABLE` (a comma-separated list of `avx512`, `avx2`; read once) turns the
-/// kernels of `isa` off. `avx2` turns AVX-512 off too, leaving the portable path. Every path gives
-/// the same bits, so this only changes speed (and lets one machine test every path).
-pub fn disabled(isa: &str) -> bool {
-    static LIST: LazyLock<String> = LazyLock::new(|| std::env::var("ULTRA_CPU_DISABLE").unwrap_or_default());
-    LIST.split(',').any(|x| x.trim().eq_ignore_ascii_case(isa))
-}
-
-/// Whether the AVX2+FMA kernels run (here and in kquant/avx2.rs).
-pub fn avx2_fma() -> bool {
-    *USE_AVX2_FMA
-}
+use super::isa::avx2_fma;
 
 /// Σ a[i]·b[i] in the order described at the top of this file. Panics if the lengths differ
 /// (an internal invariant: callers slice both from checked shapes).
@@ -43,7 +18,7 @@ pub fn avx2_fma() -> bool {
 pub fn dot(a: &[f32], b: &[f32]) -> f32 {
     assert_eq!(a.len(), b.len(), "dot: length mismatch");
     #[cfg(target_arch = "x86_64")]
-    if *USE_AVX2_FMA {
+    if avx2_fma() {
         // SAFETY: the CPU supports AVX2 and FMA (checked at runtime above); lengths are equal.
         return unsafe { avx2::dot(a, b) };
     }
@@ -59,7 +34,7 @@ pub fn dot4(rows: [&[f32]; 4], v: &[f32]) -> [f32; 4] {
         assert_eq!(r.len(), v.len(), "dot4: length mismatch");
     }
     #[cfg(target_arch = "x86_64")]
-    if *USE_AVX2_FMA {
+    if avx2_fma() {
         // SAFETY: the CPU supports AVX2 and FMA (checked at runtime above); lengths are equal.
         return unsafe { avx2::dot4(rows, v) };
     }
@@ -87,7 +62,7 @@ pub fn dot4x4(a: [&[f32]; 4], b: [&[f32]; 4]) -> [[f32; 4]; 4] {
 pub fn axpy(a: f32, x: &[f32], y: &mut [f32]) {
     assert_eq!(x.len(), y.len(), "axpy: length mismatch");
     #[cfg(target_arch = "x86_64")]
-    if *USE_AVX2_FMA {
+    if avx2_fma() {
         // SAFETY: the CPU supports AVX2 and FMA (checked at runtime above); lengths are equal.
         return unsafe { avx2::axpy(a, x, y) };
     }
@@ -124,7 +99,7 @@ pub fn exp_in_place(xs: &mut [f32]) {
         return unsafe { exp_avx512(xs) };
     }
     #[cfg(target_arch = "x86_64")]
-    if *USE_AVX2_FMA {
+    if avx2_fma() {
         // SAFETY: the CPU supports AVX2 and FMA (checked at runtime).
         return unsafe { exp_avx2(xs) };
     }

@@ -4,7 +4,8 @@
 use std::arch::x86_64::*;
 
 use super::{Q2_K, Q3_K, Q5_K, Q6_K, Scales, block_bytes, chunk_bits, has_min, prefetch, scales};
-use crate::backend::cpu::simd::{avx2::reduce, avx2_fma};
+use crate::backend::cpu::isa::avx2_fma;
+use crate::backend::cpu::simd::avx2::reduce;
 use crate::quant::kquant::QK_K;
 
 /// 8 bytes at `p`, zero-extended to 32-bit lanes.

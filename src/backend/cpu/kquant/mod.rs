@@ -90,7 +90,7 @@ const fn has_min(f: u8) -> bool {
 fn isa() -> Option<Isa> {
     if *super::avx512::AVAILABLE {
         Some(Isa::Avx512)
-    } else if super::simd::avx2_fma() {
+    } else if super::isa::avx2_fma() {
         Some(Isa::Avx2)
     } else {
         None
@@ -250,7 +250,7 @@ mod tests {
     #[test]
     fn fused_and_dequantize_equal_reference_then_dot() {
         let k = 3 * QK_K;
-        let have = [(Isa::Avx512, *super::super::avx512::AVAILABLE), (Isa::Avx2, super::super::simd::avx2_fma())];
+        let have = [(Isa::Avx512, *super::super::avx512::AVAILABLE), (Isa::Avx2, super::super::isa::avx2_fma())];
         for format in [Format::Q2_K, Format::Q3_K, Format::Q4_K, Format::Q5_K, Format::Q6_K] {
             let f = tag(format).unwrap();
             let bytes = rows(format, 4, k);
