@@ -84,6 +84,21 @@ pub struct Weight<B: Backend> {
     pub cols: usize,
 }
 
+/// What a host weight is: the bytes it moves to the device per copy, and its (format, rows, cols).
+pub trait HostWeightInfo {
+    fn bytes(&self) -> usize;
+    fn layout(&self) -> (Format, usize, usize);
+}
+
+impl HostWeightInfo for () {
+    fn bytes(&self) -> usize {
+        0
+    }
+    fn layout(&self) -> (Format, usize, usize) {
+        (Format::F32, 0, 0)
+    }
+}
+
 /// Rotary embedding settings (RoPE, arXiv:2104.09864).
 #[derive(Clone, Copy, Debug, PartialEq)]
 pub struct Rope {
@@ -157,6 +172,10 @@ pub trait Backend: Send + Sync + Sized + 'static {
     type Buffer: Send + Sync + check::HostIndices;
     /// One weight's (possibly repacked) blocks.
     type WeightStorage: Send + Sync;
+    /// A weight kept in host memory in the device's layout, for streaming (`offload`).
+    type HostWeight: Send + Sync + HostWeightInfo;
+    /// Makes later compute wait for one `stream_weights` copy.
+    type Fence: Send + Sync;
 
     fn name(&self) -> &'static str;
 
@@ -175,6 +194,19 @@ pub trait Backend: Send + Sync + Sized + 'static {
     fn upload_weight(&self, format: Format, rows: usize, cols: usize, bytes: HostBytes) -> Result<Weight<Self>>;
     /// Waits until all queued work is done.
     fn sync(&self) -> Result<()>;
+
+    // ---- offload: weights streamed from host memory (model/offload.rs) --------------------
+    /// A `[rows, cols]` weight kept in host memory (page-locked where the driver allows),
+    /// already laid out as `upload_weight` lays it out on the device.
+    fn host_weight(&self, format: Format, rows: usize, cols: usize, bytes: HostBytes) -> Result<Self::HostWeight>;
+    /// A device weight shaped like `like` (a ring slot); its values are undefined until a copy lands.
+    fn weight_slot(&self, like: &Self::HostWeight) -> Result<Weight<Self>>;
+    /// Queues slot_i = host_i for each pair on the copy queue, after the compute queued so far
+    /// (so the slot's last reader is done); compute waits for it only after `wait_fence`.
+    /// The slots are written through `&`: the queues' ordering, not Rust's borrows, guards them.
+    fn stream_weights(&self, parts: &[(&Self::HostWeight, &Weight<Self>)]) -> Result<Self::Fence>;
+    /// Compute queued after this call waits for the fence's copies.
+    fn wait_fence(&self, fence: Self::Fence) -> Result<()>;
 
     // ---- steps ----------------------------------------------------------------------------
     /// Starts one forward pass. Equal `key`s promise identical op calls: the same buffers, the

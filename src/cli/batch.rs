@@ -41,7 +41,9 @@ pub fn run_on<B: Backend>(backend: B, gguf: &Gguf, args: &GenerateArgs) -> Resul
     let context = super::context_size(args.ctx, config.context_length);
     let prompts = read_prompts(args)?;
     let max_seqs = args.max_batch.max(1);
-    let mut runner = Runner::load(backend, gguf, args.cache.layout(max_seqs, context), context)?;
+    let layout = args.cache.layout(max_seqs, context);
+    let placement = args.offload.placement(gguf, layout.n_slots())?;
+    let mut runner = Runner::load_placed(backend, gguf, layout, context, &placement)?;
     let eog = tokenizer.eog_ids().to_vec();
     let opts = SchedulerOptions { max_seqs, max_batch_tokens: args.batch.max(1), speculate: 0 };
     let mut scheduler = Scheduler::new(&mut runner, eog.clone(), opts);

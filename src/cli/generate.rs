@@ -73,7 +73,8 @@ fn run_on<B: Backend>(backend: B, gguf: &Gguf, args: &GenerateArgs) -> Result<()
     let config = Config::from_gguf(gguf)?;
     let context = context_size(args.ctx, config.context_length);
     let layout = args.cache.layout(1, context);
-    let mut runner = Runner::load(backend, gguf, layout, context)?;
+    let placement = args.offload.placement(gguf, layout.n_slots())?;
+    let mut runner = Runner::load_placed(backend, gguf, layout, context, &placement)?;
     let prompt = encode_prompt(&tokenizer, args.prompt.as_deref().unwrap_or_default(), args.chat)?;
     let mut sampler = Sampler::new(sampler_config(args))?;
     let opts =
@@ -111,6 +112,7 @@ fn run_on<B: Backend>(backend: B, gguf: &Gguf, args: &GenerateArgs) -> Result<()
             "cached_prompt_tokens": generation.cached_prompt_tokens,
             "target_forward_passes": runner.forward_passes,
         });
+        merge(&mut out, super::request::offload_json(&runner));
         merge(&mut out, pool_json(&runner.cache));
         if let Some(s) = spec {
             merge(

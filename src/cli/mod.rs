@@ -135,6 +135,38 @@ pub struct GenerateArgs {
     pub cache: CacheArgs,
     #[command(flatten)]
     pub spec: SpecArgs,
+    #[command(flatten)]
+    pub offload: OffloadArgs,
+}
+
+/// Layer offload: how many layers stay on the GPU, the rest streamed from host memory.
+#[derive(Args, Clone, Debug)]
+pub struct OffloadArgs {
+    /// Layers kept on the GPU, as llama.cpp's -ngl; the others live in host memory and stream
+    /// through a ring of --prefetch device slots every forward pass (cuda, wgpu).
+    #[arg(long, value_name = "N")]
+    pub gpu_layers: Option<usize>,
+    /// Device memory budget for weights and KV cache (B, KB/MB/GB = powers of 1000, KiB/MiB/GiB):
+    /// as many layers stay resident as fit beside the ring; the rest stream.
+    #[arg(long, value_name = "SIZE", value_parser = parse_size)]
+    pub gpu_memory: Option<u64>,
+    /// Streamed layers in flight (the ring's depth).
+    #[arg(long, default_value_t = ultra::model::placement::DEFAULT_PREFETCH)]
+    pub prefetch: usize,
+}
+
+impl OffloadArgs {
+    /// The placement for a cache of `kv_slots` slots per layer.
+    pub fn placement(&self, gguf: &Gguf, kv_slots: usize) -> Result<ultra::model::Placement> {
+        let cfg = ultra::model::Config::from_gguf(gguf)?;
+        let foot = ultra::model::Footprint::of(gguf, &cfg, kv_slots);
+        Ok(foot.place(self.gpu_layers, self.gpu_memory, self.prefetch)?)
+    }
+}
+
+/// A `--gpu-memory` SIZE.
+pub fn parse_size(text: &str) -> Result<u64, String> {
+    ultra::model::placement::parse_size(text).map_err(|e| e.to_string())
 }
 
 #[derive(Args, Clone, Debug)]
@@ -223,6 +255,8 @@ pub struct PerplexityArgs {
     pub backend: BackendName,
     #[arg(long)]
     pub json: bool,
+    #[command(flatten)]
+    pub offload: OffloadArgs,
 }
 
 #[derive(Args, Clone, Debug)]
@@ -293,8 +327,37 @@ pub struct BenchArgs {
     /// With --serve: the server's --api-key.
     #[arg(long)]
     pub api_key: Option<String>,
+    /// Layers kept on the GPU, a list (`0,8,16,24,32`): prefill and decode for each, streaming
+    /// the others from host memory, with the bandwidth achieved and a plot (`--plot`).
+    #[arg(long, value_parser = parse_counts)]
+    pub gpu_layers: Option<List>,
+    /// With --gpu-layers: ring depths to try, a list (`1,2,4`).
+    #[arg(long, default_value = "2", value_parser = parse_list)]
+    pub prefetch: List,
+    /// With --gpu-layers: where to write the SVG plot of tok/s against resident layers.
+    #[arg(long)]
+    pub plot: Option<PathBuf>,
     #[arg(long)]
     pub json: bool,
+}
+
+/// A list of counts that may include 0 (`0,8,16`, `0-4,8`).
+pub fn parse_counts(text: &str) -> Result<List, String> {
+    // `parse_list` refuses 0: shift every count up by one through it, then back.
+    let shifted = text
+        .split(',')
+        .map(|part| {
+            let one =
+                |s: &str| s.trim().parse::<usize>().map(|n| (n + 1).to_string()).unwrap_or_else(|_| s.to_string());
+            match part.split_once('-') {
+                Some((a, b)) => format!("{}-{}", one(a), one(b)),
+                None => one(part),
+            }
+        })
+        .collect::<Vec<_>>()
+        .join(",");
+    let List(counts) = parse_list(&shifted).map_err(|_| format!("`{text}`: expected counts like `0,8,16` or `0-4`"))?;
+    Ok(List(counts.into_iter().map(|n| n - 1).collect()))
 }
 
 /// A list of counts from the command line.

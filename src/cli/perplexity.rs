@@ -28,7 +28,9 @@ fn run_on<B: Backend>(backend: B, gguf: &Gguf, args: &PerplexityArgs) -> Result<
             chunk[0] = bos;
         }
     }
-    let mut runner = Runner::load(backend, gguf, CacheLayout::plain(1, args.ctx), args.ctx)?;
+    let layout = CacheLayout::plain(1, args.ctx);
+    let placement = args.offload.placement(gguf, layout.n_slots())?;
+    let mut runner = Runner::load_placed(backend, gguf, layout, args.ctx, &placement)?;
     let batch = args.batch.unwrap_or(args.ctx);
     if !args.json {
         eprintln!("{} tokens, {} chunks of {}", tokens.len(), tokens.len() / args.ctx.max(1), args.ctx);

@@ -46,6 +46,12 @@ pub fn pool_json<B: Backend>(cache: &KvCache<B>) -> Value {
     })
 }
 
+/// Layer offload figures of `generate --json`.
+pub fn offload_json<B: Backend>(runner: &ultra::model::Runner<B>) -> Value {
+    let (resident, streamed) = runner.model.weights.resident_and_streamed();
+    json!({ "layers_resident": resident, "layers_streamed": streamed, "bytes_streamed": runner.bytes_streamed })
+}
+
 /// Adds `extra`'s fields to `out` (both JSON objects).
 pub fn merge(out: &mut Value, extra: Value) {
     if let (Some(o), Value::Object(e)) = (out.as_object_mut(), extra) {

@@ -51,6 +51,8 @@ pub struct ServeArgs {
     #[command(flatten)]
     pub cache: CacheArgs,
     #[command(flatten)]
+    pub offload: super::OffloadArgs,
+    #[command(flatten)]
     pub spec: SpecArgs,
 }
 
@@ -97,11 +99,12 @@ pub fn run(args: ServeArgs) -> Result<()> {
     };
     let (ready_tx, ready_rx) = std::sync::mpsc::channel::<Result<()>>();
     let backend = args.backend;
+    let placement = args.offload.placement(&gguf, layout.n_slots())?;
     let jobs_rx = wiring.jobs_rx;
     std::thread::Builder::new().name("ultra-engine".into()).spawn(move || {
         let load = || -> Result<()> {
             with_backend!(backend, |be| {
-                let runner = Runner::load(be, &gguf, layout, context)?;
+                let runner = Runner::load_placed(be, &gguf, layout, context, &placement)?;
                 let _ = ready_tx.send(Ok(()));
                 engine::run(runner, engine_config, jobs_rx);
                 Ok(())

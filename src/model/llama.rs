@@ -8,7 +8,7 @@ use crate::error::Result;
 use crate::gguf::Gguf;
 use crate::kv_cache::KvCache;
 use crate::model::config::Activation;
-use crate::model::{Activations, Config, Weights};
+use crate::model::{Activations, Config, Placement, Weights};
 
 pub struct Llama<B: Backend> {
     pub config: Config,
@@ -17,8 +17,13 @@ pub struct Llama<B: Backend> {
 
 impl<B: Backend> Llama<B> {
     pub fn load(backend: &B, gguf: &Gguf) -> Result<Llama<B>> {
+        Llama::load_placed(backend, gguf, &Placement::all())
+    }
+
+    /// Loads with the first `placement.resident` layers on the device and the rest streamed.
+    pub fn load_placed(backend: &B, gguf: &Gguf, placement: &Placement) -> Result<Llama<B>> {
         let config = Config::from_gguf(gguf)?;
-        let weights = Weights::load(backend, gguf, &config)?;
+        let weights = Weights::load_placed(backend, gguf, &config, placement)?;
         Ok(Llama { config, weights })
     }
 
@@ -36,7 +41,9 @@ impl<B: Backend> Llama<B> {
         if let Some(first) = layers.first() {
             be.rms_norm(&a.x, &first.attn_norm, eps, &mut a.xn)?; // xn: [n_tokens, d_model]
         }
+        w.begin_layers(be, layers.len())?; // streamed layers' copies start (model/offload.rs)
         for (i, (layer, kv)) in layers.iter().zip(cache.layers.iter_mut()).enumerate() {
+            let m = w.matrices(be, i)?; // resident, or streamed into a ring slot
             let at = &c.layers[i];
             let shape = AttnShape {
                 n_heads: c.n_heads,
@@ -47,7 +54,7 @@ impl<B: Backend> Llama<B> {
             };
             // Attention block: x += [post_norm] W_o · attention(rope([norm] W_q · xn), cache ∪ rope([norm] W_k · xn), W_v · xn)
             // q: [n_tokens, n_heads · head_dim]; k, v: [n_tokens, n_kv_heads · head_dim]
-            be.matmuls(&a.xn, &mut [(&layer.w_q, &mut a.q), (&layer.w_k, &mut a.k), (&layer.w_v, &mut a.v)])?;
+            be.matmuls(&a.xn, &mut [(&m.w_q, &mut a.q), (&m.w_k, &mut a.k), (&m.w_v, &mut a.v)])?;
             if let (Some(b_q), Some(b_k), Some(b_v)) = (&layer.b_q, &layer.b_k, &layer.b_v) {
                 be.add_bias(&mut a.q, b_q)?;
                 be.add_bias(&mut a.k, b_k)?;
@@ -65,7 +72,7 @@ impl<B: Backend> Llama<B> {
             }
             be.kv_write(&a.k, &a.v, &a.batch.slot, kv)?; // cache[slot[t]] = k[t], v[t]
             be.attention(&a.q, kv, &a.batch, &shape, &mut a.att)?; // att: [n_tokens, n_heads · head_dim]
-            be.matmul(&a.att, &layer.w_o, &mut a.xb)?; // xb: [n_tokens, d_model]
+            be.matmul(&a.att, &m.w_o, &mut a.xb)?; // xb: [n_tokens, d_model]
             match &layer.post_attn_norm {
                 Some(post) => {
                     be.rms_norm(&a.xb, post, eps, &mut a.xp)?; // xp: [n_tokens, d_model]
@@ -75,15 +82,16 @@ impl<B: Backend> Llama<B> {
             }
 
             // Feed-forward block: x += [post_norm] W_down · (act(W_gate · xn) ⊙ W_up · xn), xn = next layer's norm(x)
-            be.matmuls(&a.xn, &mut [(&layer.w_gate, &mut a.gate), (&layer.w_up, &mut a.up)])?; // [n_tokens, d_ff]
+            be.matmuls(&a.xn, &mut [(&m.w_gate, &mut a.gate), (&m.w_up, &mut a.up)])?; // [n_tokens, d_ff]
             // hidden_ff = act(gate) ⊙ up: [n_tokens, d_ff]; xb = W_down · hidden_ff: [n_tokens, d_model]
             match c.activation {
-                Activation::Silu => be.silu_mul_matmul(&a.gate, &a.up, &layer.w_down, &mut a.hidden_ff, &mut a.xb)?,
+                Activation::Silu => be.silu_mul_matmul(&a.gate, &a.up, &m.w_down, &mut a.hidden_ff, &mut a.xb)?,
                 Activation::GeluTanh => {
                     be.gelu_mul(&a.gate, &a.up, &mut a.hidden_ff)?;
-                    be.matmul(&a.hidden_ff, &layer.w_down, &mut a.xb)?;
+                    be.matmul(&a.hidden_ff, &m.w_down, &mut a.xb)?;
                 }
             }
+            w.end_layer(be, i, layers.len())?; // its slot may take the next streamed layer
             let out = match &layer.post_ffn_norm {
                 Some(post) => {
                     be.rms_norm(&a.xb, post, eps, &mut a.xp)?;

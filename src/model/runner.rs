@@ -9,7 +9,7 @@ use crate::backend::{Backend, StepMode};
 use crate::error::{Error, Result};
 use crate::gguf::Gguf;
 use crate::kv_cache::{CacheLayout, KvCache};
-use crate::model::{Activations, Batch, Config, Llama};
+use crate::model::{Activations, Batch, Config, Llama, Placement};
 
 /// Distinct batch shapes whose activations are kept (decode, prefill chunk, a few others).
 const MAX_SHAPES: usize = 6;
@@ -27,6 +27,8 @@ pub struct Runner<B: Backend> {
     logits: Vec<f32>,            // host copy of the last call's logits [n_logits, vocab]
     /// Forward passes run so far (one per `forward` call, whatever the batch size).
     pub forward_passes: u64,
+    /// Weight bytes streamed from host memory so far (`model/offload.rs`).
+    pub bytes_streamed: u64,
     host: HostInputs,
 }
 
@@ -58,7 +60,18 @@ struct HostInputs {
 impl<B: Backend> Runner<B> {
     /// Loads the model from a parsed GGUF onto `backend`, with a KV cache of this layout.
     pub fn load(backend: B, gguf: &Gguf, layout: CacheLayout, context: usize) -> Result<Runner<B>> {
-        let model = Llama::load(&backend, gguf)?;
+        Runner::load_placed(backend, gguf, layout, context, &Placement::all())
+    }
+
+    /// As `load`, with the layers placed as `placement` says (resident or streamed).
+    pub fn load_placed(
+        backend: B,
+        gguf: &Gguf,
+        layout: CacheLayout,
+        context: usize,
+        placement: &Placement,
+    ) -> Result<Runner<B>> {
+        let model = Llama::load_placed(&backend, gguf, placement)?;
         Runner::new(Arc::new(backend), Arc::new(model), layout, context)
     }
 
@@ -101,6 +114,7 @@ impl<B: Backend> Runner<B> {
             shapes: Vec::new(),
             logits: Vec::new(),
             forward_passes: 0,
+            bytes_streamed: 0,
             host: HostInputs::default(),
         })
     }
@@ -206,6 +220,7 @@ impl<B: Backend> Runner<B> {
             be.end_step(true)?;
         }
         self.forward_passes += 1;
+        self.bytes_streamed += self.model.weights.streamed_bytes(self.depth);
         Ok(())
     }
 

@@ -5,25 +5,23 @@ use crate::backend::{Backend, DType, Tensor, Weight};
 use crate::error::{Error, Result};
 use crate::gguf::Gguf;
 use crate::model::config::Config;
+use crate::model::offload::{LayerMatrices, Matrices, Offload};
+use crate::model::placement::Placement;
 use crate::quant::{Format, dequantize_row};
 
-/// One transformer block.
+/// One transformer block: its matrices when resident (`Weights::matrices` hands them out, resident
+/// or streamed), and its vectors, always on the device.
 pub struct LayerWeights<B: Backend> {
+    /// `None` when the layer streams from host memory (`Weights::offload`).
+    pub mats: Option<LayerMatrices<B>>,
     pub attn_norm: Tensor<B>,              // [1, d_model]
-    pub w_q: Weight<B>,                    // [q_dim, d_model]
-    pub w_k: Weight<B>,                    // [kv_dim, d_model]
-    pub w_v: Weight<B>,                    // [kv_dim, d_model]
     pub b_q: Option<Tensor<B>>,            // [1, q_dim] (qwen2)
     pub b_k: Option<Tensor<B>>,            // [1, kv_dim]
     pub b_v: Option<Tensor<B>>,            // [1, kv_dim]
     pub q_norm: Option<Tensor<B>>,         // [1, head_dim] (qwen3, gemma3)
     pub k_norm: Option<Tensor<B>>,         // [1, head_dim]
-    pub w_o: Weight<B>,                    // [d_model, q_dim]
     pub post_attn_norm: Option<Tensor<B>>, // [1, d_model] (gemma3)
     pub ffn_norm: Tensor<B>,               // [1, d_model]
-    pub w_gate: Weight<B>,                 // [d_ff, d_model]
-    pub w_up: Weight<B>,                   // [d_ff, d_model]
-    pub w_down: Weight<B>,                 // [d_model, d_ff]
     pub post_ffn_norm: Option<Tensor<B>>,  // [1, d_model] (gemma3)
 }
 
@@ -35,11 +33,43 @@ pub struct Weights<B: Backend> {
     pub rope_freqs: Option<Tensor<B>>, // [1, n_rot / 2]
     /// `None` when the output projection is tied to `embed` (no copy is made).
     pub lm_head: Option<Weight<B>>, // [vocab, d_model]
+    /// The layers that stream from host memory, and their ring of device slots.
+    pub offload: Option<Offload<B>>,
 }
 
 impl<B: Backend> Weights<B> {
     pub fn lm_head(&self) -> &Weight<B> {
         self.lm_head.as_ref().unwrap_or(&self.embed)
+    }
+
+    /// Starts a pass over the first `n` layers: queues the first streamed layers' copies.
+    pub fn begin_layers(&self, be: &B, n: usize) -> Result<()> {
+        self.offload.as_ref().map_or(Ok(()), |o| o.begin(be, n))
+    }
+
+    /// Layer `i`'s matrices: resident, or its ring slot once its copy has landed.
+    pub fn matrices(&self, be: &B, i: usize) -> Result<&LayerMatrices<B>> {
+        match (&self.layers[i].mats, &self.offload) {
+            (Some(m), _) => Ok(m),
+            (None, Some(o)) => o.slot(be, i),
+            (None, None) => Err(Error::InvalidArgument(format!("layer {i} has no matrices"))),
+        }
+    }
+
+    /// Layer `i` (of a pass over `n`) has been queued: its slot may take the next streamed layer.
+    pub fn end_layer(&self, be: &B, i: usize, n: usize) -> Result<()> {
+        self.offload.as_ref().map_or(Ok(()), |o| o.done(be, i, n))
+    }
+
+    /// Layers whose matrices stay on the device, and those streamed.
+    pub fn resident_and_streamed(&self) -> (usize, usize) {
+        let streamed = self.layers.iter().filter(|l| l.mats.is_none()).count();
+        (self.layers.len() - streamed, streamed)
+    }
+
+    /// Bytes streamed by one pass over the first `n` layers.
+    pub fn streamed_bytes(&self, n: usize) -> u64 {
+        self.offload.as_ref().map_or(0, |o| (o.streamed(n) * o.layer_bytes) as u64)
     }
 }
 
@@ -73,6 +103,19 @@ impl<B: Backend> Loader<'_, B> {
         }
         let format = info.format()?;
         self.backend.upload_weight(format, rows, cols, self.gguf.tensor_bytes(info))
+    }
+
+    /// A matrix kept in host memory for streaming (`Backend::host_weight`).
+    fn host_weight(&self, name: &str, rows: usize, cols: usize) -> Result<B::HostWeight> {
+        let info = self.gguf.tensor(name).ok_or_else(|| Error::MissingTensor(name.to_string()))?;
+        if info.rows() != rows || info.cols() != cols {
+            return Err(Error::Metadata(format!(
+                "tensor `{name}` is {}×{}, expected {rows}×{cols}",
+                info.rows(),
+                info.cols()
+            )));
+        }
+        self.backend.host_weight(info.format()?, rows, cols, self.gguf.tensor_bytes(info))
     }
 
     /// A vector (norm gain or bias) of `len` values as an f32 tensor `[1, len]`.
@@ -155,12 +198,35 @@ fn check_metadata(gguf: &Gguf, cfg: &Config) -> Result<()> {
     Ok(())
 }
 
+/// A device out of memory while loading, named as such (with what was being loaded and the way out).
+fn name_oom(e: Error, what: &str, resident: usize) -> Error {
+    let text = e.to_string();
+    if !text.to_ascii_lowercase().contains("out of memory") && !text.contains("OUT_OF_MEMORY") {
+        return e;
+    }
+    Error::Device {
+        backend: "gpu",
+        detail: format!(
+            "out of device memory loading {what} ({resident} layer(s) resident so far): \
+             lower --gpu-layers or set a --gpu-memory budget ({text})"
+        ),
+    }
+}
+
 impl<B: Backend> Weights<B> {
+    /// Every layer resident on the device.
     pub fn load(backend: &B, gguf: &Gguf, cfg: &Config) -> Result<Weights<B>> {
+        Weights::load_placed(backend, gguf, cfg, &Placement::all())
+    }
+
+    /// The first `placement.resident_of(n)` layers resident, the rest streamed.
+    pub fn load_placed(backend: &B, gguf: &Gguf, cfg: &Config, placement: &Placement) -> Result<Weights<B>> {
         check_metadata(gguf, cfg)?;
         let l = Loader { backend, gguf };
         let (d, q_dim, kv_dim) = (cfg.d_model, cfg.q_dim(), cfg.kv_dim());
+        let resident = placement.resident_of(cfg.n_layers);
         let mut layers = Vec::with_capacity(cfg.n_layers);
+        let mut host = Vec::new();
         for i in 0..cfg.n_layers {
             let n = |name: &str| gguf_name(Some(i), name);
             let bias = |name: &str, len: usize| -> Result<Option<Tensor<B>>> {
@@ -170,37 +236,62 @@ impl<B: Backend> Weights<B> {
             let norm_if = |yes: bool, name: &str, len: usize| -> Result<Option<Tensor<B>>> {
                 if yes { l.vector(&n(name), len).map(Some) } else { Ok(None) }
             };
+            let shapes = [
+                ("attn_q", q_dim, d),
+                ("attn_k", kv_dim, d),
+                ("attn_v", kv_dim, d),
+                ("attn_output", d, q_dim),
+                ("ffn_gate", cfg.d_ff, d),
+                ("ffn_up", cfg.d_ff, d),
+                ("ffn_down", d, cfg.d_ff),
+            ];
+            let mats = if i < resident {
+                let m = |k: usize| l.weight(&n(shapes[k].0), shapes[k].1, shapes[k].2);
+                let loaded = matrices(m).map_err(|e| name_oom(e, &format!("layer {i}"), i))?;
+                Some(loaded)
+            } else {
+                host.push(matrices(|k| l.host_weight(&n(shapes[k].0), shapes[k].1, shapes[k].2))?);
+                None
+            };
             layers.push(LayerWeights {
+                mats,
                 attn_norm: l.vector(&n("attn_norm"), d)?,
-                w_q: l.weight(&n("attn_q"), q_dim, d)?,
-                w_k: l.weight(&n("attn_k"), kv_dim, d)?,
-                w_v: l.weight(&n("attn_v"), kv_dim, d)?,
                 b_q: bias("attn_q", q_dim)?,
                 b_k: bias("attn_k", kv_dim)?,
                 b_v: bias("attn_v", kv_dim)?,
                 q_norm: norm_if(cfg.qk_norm, "attn_q_norm", cfg.head_dim)?,
                 k_norm: norm_if(cfg.qk_norm, "attn_k_norm", cfg.head_dim)?,
-                w_o: l.weight(&n("attn_output"), d, q_dim)?,
                 post_attn_norm: norm_if(cfg.post_norms, "post_attention_norm", d)?,
                 ffn_norm: l.vector(&n("ffn_norm"), d)?,
-                w_gate: l.weight(&n("ffn_gate"), cfg.d_ff, d)?,
-                w_up: l.weight(&n("ffn_up"), cfg.d_ff, d)?,
-                w_down: l.weight(&n("ffn_down"), d, cfg.d_ff)?,
                 post_ffn_norm: norm_if(cfg.post_norms, "post_ffw_norm", d)?,
             });
         }
+        let offload =
+            match host.is_empty() {
+                true => None,
+                false => Some(Offload::new(backend, resident, host, placement.prefetch).map_err(|e| {
+                    name_oom(e, &format!("the ring of {} streamed slot(s)", placement.prefetch), resident)
+                })?),
+            };
         let lm_head_name = gguf_name(None, "output");
+        let oom = |e| name_oom(e, "the embeddings and output", resident);
         Ok(Weights {
-            embed: l.weight(&gguf_name(None, "token_embd"), cfg.vocab_size, d)?,
+            offload,
+            embed: l.weight(&gguf_name(None, "token_embd"), cfg.vocab_size, d).map_err(oom)?,
             layers,
             output_norm: l.vector(&gguf_name(None, "output_norm"), d)?,
             rope_freqs: l.optional_vector(&gguf_name(None, "rope_freqs"), cfg.rope.n_rot / 2)?,
             lm_head: match gguf.tensor(&lm_head_name) {
-                Some(_) => Some(l.weight(&lm_head_name, cfg.vocab_size, d)?),
+                Some(_) => Some(l.weight(&lm_head_name, cfg.vocab_size, d).map_err(oom)?),
                 None => None,
             },
         })
     }
+}
+
+/// A layer's seven matrices, `k`-th by `k` (in `Matrices` order).
+fn matrices<W>(mut m: impl FnMut(usize) -> Result<W>) -> Result<Matrices<W>> {
+    Ok(Matrices { w_q: m(0)?, w_k: m(1)?, w_v: m(2)?, w_o: m(3)?, w_gate: m(4)?, w_up: m(5)?, w_down: m(6)? })
 }
 
 /// Formats of the model's matrices, for `info` and benchmark labels.

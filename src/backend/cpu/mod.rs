@@ -34,10 +34,17 @@ impl Cpu {
     }
 }
 
+fn no_offload() -> crate::error::Error {
+    let detail = "streamed layers (--gpu-layers, --gpu-memory): its weights already live in host memory".into();
+    crate::error::Error::Unsupported { op: "offload", backend: "cpu", detail }
+}
+
 #[rustfmt::skip]
 impl Backend for Cpu {
     type Buffer = CpuBuffer;
     type WeightStorage = CpuWeight;
+    type HostWeight = ();
+    type Fence = ();
 
     fn name(&self) -> &'static str { "cpu" }
 
@@ -50,6 +57,11 @@ impl Backend for Cpu {
         buffer::upload_weight(format, rows, cols, bytes)
     }
     fn sync(&self) -> Result<()> { Ok(()) }
+    // The CPU computes on host memory: there is nothing to stream.
+    fn host_weight(&self, _: Format, _: usize, _: usize, _: HostBytes) -> Result<()> { Err(no_offload()) }
+    fn weight_slot(&self, _: &()) -> Result<Weight<Cpu>> { Err(no_offload()) }
+    fn stream_weights(&self, _: &[(&(), &Weight<Cpu>)]) -> Result<()> { Err(no_offload()) }
+    fn wait_fence(&self, _: ()) -> Result<()> { Ok(()) }
     fn begin_step(&self, _key: u64) -> Result<StepMode> { Ok(StepMode::Run) }
     fn end_step(&self, _ok: bool) -> Result<()> { Ok(()) }
 

@@ -19,6 +19,10 @@ use crate::error::{Error, Result};
 pub struct Cuda {
     pub(super) ctx: Arc<CudaContext>,
     pub(super) stream: Arc<CudaStream>,
+    /// Copies of streamed weights (`offload.rs`), ordered against `stream` by events.
+    pub(super) copy_stream: Arc<CudaStream>,
+    /// A streamed weight lives in pageable memory: its copies cannot be captured, so no graphs.
+    pub(super) pageable: std::sync::atomic::AtomicBool,
     arch: &'static str,
     functions: Mutex<HashMap<(Module, &'static str), CudaFunction>>,
     modules: Mutex<HashMap<Module, Arc<CudaModule>>>,
@@ -56,14 +60,18 @@ impl Cuda {
             return Err(unavailable(format!("no CUDA device {ordinal} ({count} found)")));
         }
         let ctx = CudaContext::new(ordinal).map_err(|e| unavailable(e.to_string()))?;
-        // SAFETY: one stream only, so no cross-stream synchronization is needed.
+        // SAFETY: the compute stream and the copy stream of streamed weights are ordered by the
+        // events `offload.rs` records; no buffer is shared between them otherwise.
         unsafe { ctx.disable_event_tracking() };
         let (major, minor) = ctx.compute_capability().map_err(driver)?;
         let arch: &'static str = Box::leak(format!("sm_{major}{minor}").into_boxed_str());
         let stream = ctx.new_stream().map_err(driver)?;
+        let copy_stream = ctx.new_stream().map_err(driver)?;
         Ok(Cuda {
             ctx,
             stream,
+            copy_stream,
+            pageable: Default::default(),
             arch,
             functions: Mutex::default(),
             modules: Mutex::default(),

@@ -35,6 +35,10 @@ pub struct CudaWeight {
 }
 
 impl CudaWeight {
+    pub(super) fn new(fields: Vec<(&'static str, CudaSlice<u8>)>, cuda: &Cuda) -> Result<CudaWeight> {
+        Ok(CudaWeight { fields, empty: cuda.alloc_bytes(0)? })
+    }
+
     /// The array named `name` (the empty one if the weight has no such array).
     pub fn field(&self, name: &str) -> &CudaSlice<u8> {
         self.fields.iter().find(|(n, _)| *n == name).map_or(&self.empty, |(_, a)| a)
@@ -89,6 +93,21 @@ pub fn sync(cuda: &Cuda) -> Result<()> {
 
 /// Splits the blocks into one array per field (`Format::fields`); k-quants as `repack.rs` lays them out.
 pub fn upload_weight(cuda: &Cuda, format: Format, rows: usize, cols: usize, bytes: HostBytes) -> Result<Weight<Cuda>> {
+    let fields = device_arrays(format, rows, cols, &bytes)?
+        .into_iter()
+        .map(|(name, bytes)| Ok((name, cuda.upload_bytes(&bytes)?)))
+        .collect::<Result<Vec<_>>>()?;
+    Ok(Weight { storage: CudaWeight::new(fields, cuda)?, format, rows, cols })
+}
+
+/// The arrays a weight is on the device (`CudaWeight`), built on the host: what `upload_weight`
+/// uploads and what `host_weight` keeps in page-locked memory for streaming.
+pub(super) fn device_arrays(
+    format: Format,
+    rows: usize,
+    cols: usize,
+    bytes: &HostBytes,
+) -> Result<Vec<(&'static str, Vec<u8>)>> {
     let src = bytes.bytes();
     check::upload_weight(format, rows, cols, src.len())?;
     if !kernels::has_kernels(format) {
@@ -98,7 +117,7 @@ pub fn upload_weight(cuda: &Cuda, format: Format, rows: usize, cols: usize, byte
             detail: format!("{} weights (no kernels for them yet; the cpu backend runs them)", format.name()),
         });
     }
-    let arrays: Vec<(&'static str, Vec<u8>)> = if format.is_kquant() {
+    let mut arrays: Vec<(&'static str, Vec<u8>)> = if format.is_kquant() {
         let r = repack::repack(format, src);
         let mut arrays = vec![("qs", r.qs), ("dm", r.dm)];
         if !r.qh.is_empty() {
@@ -110,14 +129,7 @@ pub fn upload_weight(cuda: &Cuda, format: Format, rows: usize, cols: usize, byte
         let field = |f: &BlockField| src.chunks_exact(block).flat_map(|b| &b[f.start..f.end]).copied().collect();
         format.fields().iter().map(|f| (f.name, field(f))).collect()
     };
-    let fields = arrays
-        .into_iter()
-        .map(|(name, mut bytes)| {
-            // matmul_mma reads f16 scales as aligned pairs: the last block's may reach past the end.
-            bytes.extend_from_slice(&[0; 16]);
-            Ok((name, cuda.upload_bytes(&bytes)?))
-        })
-        .collect::<Result<Vec<_>>>()?;
-    let storage = CudaWeight { fields, empty: cuda.alloc_bytes(0)? };
-    Ok(Weight { storage, format, rows, cols })
+    // matmul_mma reads f16 scales as aligned pairs: the last block's may reach past the end.
+    arrays.iter_mut().for_each(|(_, bytes)| bytes.extend_from_slice(&[0; 16]));
+    Ok(arrays)
 }

@@ -11,6 +11,7 @@ pub mod kernels;
 mod matmul;
 mod memory;
 mod norm;
+mod offload;
 mod planes;
 mod profile;
 mod repack;
@@ -19,6 +20,7 @@ mod sampling;
 
 pub use context::Cuda;
 pub use memory::{CudaBuffer, CudaWeight};
+pub use offload::CudaHostWeight;
 
 use crate::backend::{AttnBatch, AttnShape, Backend, DType, HostBytes, KvLayer, Rope, StepMode, Tensor, Weight};
 use crate::error::Result;
@@ -34,6 +36,8 @@ impl Cuda {
 impl Backend for Cuda {
     type Buffer = CudaBuffer;
     type WeightStorage = CudaWeight;
+    type HostWeight = CudaHostWeight;
+    type Fence = cudarc::driver::CudaEvent;
 
     fn name(&self) -> &'static str {
         "cuda"
@@ -60,8 +64,20 @@ impl Backend for Cuda {
     fn sync(&self) -> Result<()> {
         memory::sync(self)
     }
+    fn host_weight(&self, format: Format, rows: usize, cols: usize, bytes: HostBytes) -> Result<CudaHostWeight> {
+        offload::host_weight(self, format, rows, cols, bytes)
+    }
+    fn weight_slot(&self, like: &CudaHostWeight) -> Result<Weight<Self>> {
+        offload::weight_slot(self, like)
+    }
+    fn stream_weights(&self, parts: &[(&CudaHostWeight, &Weight<Self>)]) -> Result<Self::Fence> {
+        offload::stream_weights(self, parts)
+    }
+    fn wait_fence(&self, fence: Self::Fence) -> Result<()> {
+        offload::wait_fence(self, fence)
+    }
     fn begin_step(&self, key: u64) -> Result<StepMode> {
-        if !self.graphs_enabled {
+        if !self.graphs_enabled || self.pageable.load(std::sync::atomic::Ordering::Relaxed) {
             return Ok(StepMode::Run);
         }
         let generation = self.scratch_generation.load(std::sync::atomic::Ordering::Relaxed);

@@ -67,6 +67,9 @@ impl Options {
     }
 }
 
+/// A whole-buffer copy recorded after a flush's dispatches: (src, dst, bytes).
+pub type Copy<'a> = (&'a wgpu::Buffer, &'a wgpu::Buffer, u64);
+
 /// A device buffer with a process-unique id (the bind-group cache key).
 pub struct GpuBuffer {
     pub(crate) buf: wgpu::Buffer,
@@ -338,7 +341,7 @@ impl Context {
 
     fn record(&self, state: &mut State, job: &Job, compiled: &Compiled) -> Result<()> {
         if state.params.len() as u64 + self.arena_stride > ARENA_BYTES {
-            self.flush_locked(state, None)?;
+            self.flush_locked(state, &[])?;
         }
         let offset = state.params.len();
         state.params.extend(job.params.iter().flat_map(|p| p.to_le_bytes()));
@@ -379,14 +382,15 @@ impl Context {
         Ok(())
     }
 
-    /// Submits the pending dispatches as one command buffer, with an optional copy after them.
-    pub fn flush(&self, copy: Option<(&wgpu::Buffer, &wgpu::Buffer, u64)>) -> Result<()> {
+    /// Submits the pending dispatches as one command buffer, with whole-buffer copies
+    /// (src, dst, bytes) after them.
+    pub fn flush(&self, copies: &[Copy]) -> Result<()> {
         let mut state = self.state.lock().unwrap_or_else(|p| p.into_inner());
-        self.flush_locked(&mut state, copy)
+        self.flush_locked(&mut state, copies)
     }
 
-    fn flush_locked(&self, state: &mut State, copy: Option<(&wgpu::Buffer, &wgpu::Buffer, u64)>) -> Result<()> {
-        if state.pending.is_empty() && copy.is_none() {
+    fn flush_locked(&self, state: &mut State, copies: &[Copy]) -> Result<()> {
+        if state.pending.is_empty() && copies.is_empty() {
             return Ok(());
         }
         if !state.params.is_empty() {
@@ -394,7 +398,7 @@ impl Context {
         }
         let mut encoder = self.device.create_command_encoder(&wgpu::CommandEncoderDescriptor { label: Some("ultra") });
         if let Some(p) = &self.profiler {
-            return self.flush_profiled(p, state, encoder, copy);
+            return self.flush_profiled(p, state, encoder, copies);
         }
         if !state.pending.is_empty() {
             let mut pass =
@@ -405,7 +409,7 @@ impl Context {
                 pass.dispatch_workgroups(d.groups[0], d.groups[1], d.groups[2]);
             }
         }
-        if let Some((src, dst, bytes)) = copy {
+        for &(src, dst, bytes) in copies {
             encoder.copy_buffer_to_buffer(src, 0, dst, 0, bytes);
         }
         self.queue.submit([encoder.finish()]);
@@ -420,7 +424,7 @@ impl Context {
         p: &Profiler,
         state: &mut State,
         mut encoder: wgpu::CommandEncoder,
-        copy: Option<(&wgpu::Buffer, &wgpu::Buffer, u64)>,
+        copies: &[Copy],
     ) -> Result<()> {
         let timed = state.pending.len().min(PROFILED);
         for (i, d) in state.pending.iter().enumerate() {
@@ -440,7 +444,7 @@ impl Context {
             encoder.resolve_query_set(&p.queries, 0..2 * timed as u32, &p.resolve, 0);
             encoder.copy_buffer_to_buffer(&p.resolve, 0, &p.readback, 0, bytes);
         }
-        if let Some((src, dst, bytes)) = copy {
+        for &(src, dst, bytes) in copies {
             encoder.copy_buffer_to_buffer(src, 0, dst, 0, bytes);
         }
         self.queue.submit([encoder.finish()]);
@@ -484,7 +488,7 @@ impl Context {
     pub fn read_bytes(&self, src: &GpuBuffer, out: &mut [u8]) -> Result<()> {
         let bytes = out.len() as u64;
         if bytes == 0 {
-            return self.flush(None).and_then(|_| self.wait());
+            return self.flush(&[]).and_then(|_| self.wait());
         }
         self.transfers.fetch_add(1, Ordering::Relaxed);
         let mut state = self.state.lock().unwrap_or_else(|p| p.into_inner());
@@ -497,7 +501,7 @@ impl Context {
                 mapped_at_creation: false,
             }),
         };
-        let result = self.flush_locked(&mut state, Some((&src.buf, &staging, bytes)));
+        let result = self.flush_locked(&mut state, &[(&src.buf, &staging, bytes)]);
         drop(state);
         let result = result.and_then(|_| {
             let slice = staging.slice(..bytes);
@@ -522,7 +526,7 @@ impl Context {
         }
         self.transfers.fetch_add(1, Ordering::Relaxed);
         // queue.write_buffer lands before the next submission's commands: submit earlier ones first.
-        self.flush(None)?;
+        self.flush(&[])?;
         self.queue.write_buffer(&dst.buf, 0, data);
         Ok(())
     }

@@ -59,7 +59,7 @@ pub fn read_u32(be: &Wgpu, src: &Tensor<Wgpu>, out: &mut [u32]) -> Result<()> {
 }
 
 pub fn sync(be: &Wgpu) -> Result<()> {
-    be.ctx.flush(None)?;
+    be.ctx.flush(&[])?;
     be.ctx.wait()
 }
 
@@ -70,10 +70,19 @@ pub fn upload_weight(be: &Wgpu, format: Format, rows: usize, cols: usize, bytes:
     let parts = (0..rows.div_ceil(per_part).max(1))
         .map(|i| {
             let (row0, n) = (i * per_part, per_part.min(rows - i * per_part));
-            upload_part(be, format, cols, row0, n, &src[row0 * row_bytes..(row0 + n) * row_bytes])
+            let (words, part) = repack_part(format, cols, row0, n, &src[row0 * row_bytes..(row0 + n) * row_bytes]);
+            let buf = be.ctx.buffer((words.len() * 4) as u64, "weight")?;
+            be.ctx.queue.write_buffer(&buf.buf, 0, bytemuck::cast_slice(&words));
+            Ok(part.with(buf))
         })
         .collect::<Result<Vec<_>>>()?;
     Ok(Weight { storage: GpuWeight { parts }, format, rows, cols })
+}
+
+/// Rows per part of a weight on this adapter (`upload_weight`'s split, which streaming repeats).
+pub(super) fn rows_per_part(be: &Wgpu, format: Format, rows: usize, cols: usize, bytes: usize) -> Result<usize> {
+    let row_bytes = check::upload_weight(format, rows, cols, bytes)?;
+    part_rows(be.ctx.weight_part_bytes, format, row_bytes, rows)
 }
 
 /// Rows per part: as even as the fewest parts of at most `limit` bytes (repacked) allow.
@@ -92,17 +101,31 @@ fn part_rows(limit: u64, format: Format, row_bytes: usize, rows: usize) -> Resul
     Ok(rows.div_ceil(parts).max(1))
 }
 
-fn upload_part(be: &Wgpu, format: Format, cols: usize, row0: usize, rows: usize, src: &[u8]) -> Result<WeightPart> {
+/// One part's repacked words, and the part to make once they are in a buffer.
+pub(super) fn repack_part(format: Format, cols: usize, row0: usize, rows: usize, src: &[u8]) -> (Vec<u32>, PartLayout) {
     let (words, fields) = repack(format, src);
     // Kernels address quantized rows in blocks of 32 values (a k-quant super-block is 8 of them).
     let blocks = if format.is_quantized() { cols / 32 } else { cols };
-    let buf = be.ctx.buffer((words.len() * 4) as u64, "weight")?;
-    be.ctx.queue.write_buffer(&buf.buf, 0, bytemuck::cast_slice(&words));
     let at = |name: &str| format.fields().iter().position(|f| f.name == name).map(|i| fields[i]);
     let d = at("dm").or(at("d")).unwrap_or(0);
     let qh = at("qh").or(at("hmask")).unwrap_or(d);
     let info = [cols as u32, blocks as u32, qh, d, at("scales").unwrap_or(0), 0, 0, 0];
-    Ok(WeightPart { row0, rows, buf, info, fields })
+    (words, PartLayout { row0, rows, info, fields })
+}
+
+/// A part without its buffer: what a streamed weight's host copy and ring slot share.
+#[derive(Clone)]
+pub(super) struct PartLayout {
+    row0: usize,
+    rows: usize,
+    info: [u32; 8],
+    fields: Vec<u32>,
+}
+
+impl PartLayout {
+    pub(super) fn with(self, buf: GpuBuffer) -> WeightPart {
+        WeightPart { row0: self.row0, rows: self.rows, buf, info: self.info, fields: self.fields }
+    }
 }
 
 /// Host↔device transfers so far (write_* and read_* calls; weight uploads not counted).

@@ -10,6 +10,7 @@ pub mod kernels;
 mod matmul;
 mod memory;
 mod norm;
+mod offload;
 mod profile;
 mod repack;
 mod rope;
@@ -17,6 +18,7 @@ mod sampling;
 
 pub use context::{GpuBuffer, Options};
 pub use memory::{GpuWeight, WeightPart};
+pub use offload::WgpuHostWeight;
 
 use crate::backend::{AttnBatch, AttnShape, Backend, DType, HostBytes, KvLayer, Rope, StepMode, Tensor, Weight};
 use crate::error::Result;
@@ -101,6 +103,8 @@ impl Wgpu {
 impl Backend for Wgpu {
     type Buffer = GpuBuffer;
     type WeightStorage = GpuWeight;
+    type HostWeight = WgpuHostWeight;
+    type Fence = ();
 
     fn name(&self) -> &'static str {
         "wgpu"
@@ -125,6 +129,18 @@ impl Backend for Wgpu {
     }
     fn sync(&self) -> Result<()> {
         memory::sync(self)
+    }
+    fn host_weight(&self, format: Format, rows: usize, cols: usize, bytes: HostBytes) -> Result<WgpuHostWeight> {
+        offload::host_weight(self, format, rows, cols, bytes)
+    }
+    fn weight_slot(&self, like: &WgpuHostWeight) -> Result<Weight<Self>> {
+        offload::weight_slot(self, like)
+    }
+    fn stream_weights(&self, parts: &[(&WgpuHostWeight, &Weight<Self>)]) -> Result<()> {
+        offload::stream_weights(self, parts)
+    }
+    fn wait_fence(&self, _fence: ()) -> Result<()> {
+        Ok(()) // one queue: the copies precede every dispatch recorded after them
     }
     fn begin_step(&self, _key: u64) -> Result<StepMode> {
         Ok(StepMode::Run)
