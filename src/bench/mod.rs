@@ -2,6 +2,7 @@
 //! - `decode`: llama-bench's pp/tg — prefill p tokens in one batch, decode n one at a time;
 //! - `batch`: aggregate decode tok/s of B sequences decoded together, one forward pass per step;
 //! - `speculative`: acceptance and speedup of each drafter against plain greedy decoding;
+//! - `offload`: tok/s with N layers resident and the rest streamed, and the bandwidth achieved;
 //! - `serve`: a load generator for `ultra serve` (aggregate tok/s, TTFT, inter-token latency).
 //!
 //! Every figure is the median of several runs after a warm-up, with min and max, because the
@@ -9,6 +10,7 @@
 
 pub mod batch;
 pub mod decode;
+pub mod offload;
 pub mod prompts;
 pub mod serve;
 pub mod speculative;

@@ -25,6 +25,9 @@ pub fn run(args: BenchArgs) -> Result<()> {
 
 fn run_on<B: Backend>(backend: B, gguf: &Gguf, args: &BenchArgs) -> Result<()> {
     let (p, n, runs) = (args.prompt_tokens, args.gen_tokens, args.runs);
+    if let Some(layers) = &args.gpu_layers {
+        return offload(Arc::new(backend), gguf, &layers.0, args);
+    }
     let model = Arc::new(Llama::load(&backend, gguf)?);
     let backend = Arc::new(backend);
     let mut out = json!({ "backend": backend.name(), "load_avg": bench::load_average() });
@@ -169,5 +172,50 @@ fn serve(url: &str, args: &BenchArgs) -> Result<()> {
         );
     }
     println!("load at the end {:?}", bench::load_average());
+    Ok(())
+}
+
+/// `--gpu-layers`: the offload table, and its plot with `--plot`.
+fn offload<B: Backend>(backend: Arc<B>, gguf: &Gguf, layers: &[usize], args: &BenchArgs) -> Result<()> {
+    let (p, n, runs) = (args.prompt_tokens, args.gen_tokens, args.runs);
+    let name = backend.name();
+    let report = bench::offload::bench_offload(backend, gguf, layers, &args.prefetch.0, p, n, runs)?;
+    if let Some(path) = &args.plot {
+        let title = format!(
+            "{} on {name}: tok/s against resident layers (pp{p}, tg{n})",
+            args.model.model.as_deref().unwrap_or("model")
+        );
+        std::fs::write(path, bench::offload::svg(&report, &title))
+            .with_context(|| format!("writing {}", path.display()))?;
+    }
+    if args.json {
+        println!("{}", json!({ "backend": name, "load_avg": bench::load_average(), "offload": report }));
+        return Ok(());
+    }
+    let link = &report.link_gb_s;
+    println!(
+        "backend {name} | link: plain copy of {} MiB host memory {:.1} GB/s (min {:.1}, max {:.1})",
+        report.link_bytes >> 20,
+        link.median,
+        link.min,
+        link.max
+    );
+    println!(
+        "{:>4} {:>4} {:>8} {:>10} {:>10} {:>12} {:>10} {:>7}",
+        "N", "d", "streamed", "pp tok/s", "tg tok/s", "MB/token", "GB/s", "% link"
+    );
+    for pt in &report.points {
+        println!(
+            "{:>4} {:>4} {:>8} {:>10.1} {:>10.2} {:>12.1} {:>10.1} {:>6.0}%",
+            pt.gpu_layers,
+            pt.prefetch,
+            pt.layers_streamed,
+            pt.prefill_tok_s.median,
+            pt.decode_tok_s.median,
+            pt.bytes_per_pass as f64 / 1e6,
+            pt.decode_stream_gb_s,
+            100.0 * pt.decode_stream_gb_s / link.median.max(1e-9)
+        );
+    }
     Ok(())
 }
