@@ -183,7 +183,9 @@ fn offload<B: Backend>(backend: Arc<B>, gguf: &Gguf, layers: &[usize], args: &Be
     if let Some(path) = &args.plot {
         let title = format!(
             "{} on {name}: tok/s against resident layers (pp{p}, tg{n})",
-            args.model.model.as_deref().map_or("model".into(), |m| std::path::Path::new(m).file_stem().map_or(m.into(), |s| s.to_string_lossy()))
+            args.model.model.as_deref().map_or("model".into(), |m| std::path::Path::new(m)
+                .file_stem()
+                .map_or(m.into(), |s| s.to_string_lossy()))
         );
         std::fs::write(path, bench::offload::svg(&report, &title))
             .with_context(|| format!("writing {}", path.display()))?;
