@@ -13,6 +13,7 @@ use std::sync::LazyLock;
 const LANES: usize = 16;
 
 /// Whether this CPU runs the AVX2+FMA kernels (decided once, so results never change mid-run).
+#[cfg_attr(not(target_arch = "x86_64"), allow(dead_code))] // read by the x86-64 paths only
 static USE_AVX2_FMA: LazyLock<bool> = LazyLock::new(|| {
     #[cfg(target_arch = "x86_64")]
     {
