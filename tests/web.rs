@@ -18,10 +18,14 @@ use serde_json::{Value, json};
 use ultra::Cpu;
 
 /// Greedy tokens per prompt; both prompts keep the CPU's top-2 logit gap ≥ `NEAR_TIE` at every
-/// one of these steps (checked below), so a correct WebGPU run cannot pick differently. The
-/// second repeats itself, so that prompt lookup has drafts to propose.
+/// one of these steps (checked below; the minima are 1.90 and 0.31), so a correct WebGPU run
+/// cannot pick differently. Both continue what they hold (a count, a list of names), so prompt
+/// lookup has drafts to propose. The second is the chat template's text, written out.
 const MAX_TOKENS: usize = 24;
-const PROMPTS: [&str; 2] = ["The capital of France is", "Monday, Tuesday, Wednesday, Thursday, Monday, Tuesday,"];
+const PROMPTS: [&str; 2] = [
+    "1, 2, 3, 4, 5, 6, 7, 8,",
+    "<|im_start|>user\nName the planets of the solar system.<|im_end|>\n<|im_start|>assistant\n",
+];
 /// Prompt-lookup draft length for the speculative runs.
 const SPECULATE: usize = 4;
 
