@@ -99,3 +99,38 @@ __device__ __forceinline__ int nibble_at(const u8* q16, u32 qh, bool has_qh, u32
     if (has_qh) v |= ((qh >> j) & 1u) << 4;
     return v;
 }
+
+// ---- block decoding shared by the k-quants (32-value blocks as src/backend/cuda/repack.rs lays them out)
+// A 2-bit field holds 8 bytes per block: word h, byte i, bits 2p = value 16h + 4p + i.
+
+// Values 4p..4p+3 of a half of a block from its 2-bit word, one per byte.
+__device__ __forceinline__ u32 two_bit_lanes(u32 w, u32 p) { return (w >> (2 * p)) & 0x03030303u; }
+
+// Value j (0..31) of a block's 2-bit field.
+__device__ __forceinline__ u32 two_bit_at(uint2 w, u32 j) {
+    return ((j < 16 ? w.x : w.y) >> (8 * (j & 3) + 2 * ((j >> 2) & 3))) & 3u;
+}
+
+// Per byte: v - bias for v in 0..2·bias-1, as int8 (bias 4, 32: the byte v + 128 - bias cannot carry).
+__device__ __forceinline__ u32 minus_bias(u32 v, u32 bias) { return (v + (128u - bias) * 0x01010101u) ^ 0x80808080u; }
+
+// Block j's 6-bit (scale, min) of a Q4_K/Q5_K super-block (ggml's get_scale_min_k4), from its 12
+// scale bytes as words a (bytes 0..3), b (4..7), c (8..11): blocks 0..3 in the low 6 bits of bytes
+// j and j + 4; blocks 4..7 in the nibbles of byte j + 4 with their top 2 bits in the spare bits.
+__device__ __forceinline__ uint2 scale_min_k4(u32 a, u32 b, u32 c, u32 j) {
+    const u32 sh = 8 * (j & 3), a8 = a >> sh, b8 = b >> sh, c8 = c >> sh;
+    return j < 4 ? make_uint2(a8 & 63, b8 & 63)
+                 : make_uint2((c8 & 15) | ((a8 >> 6) & 3) << 4, ((c8 >> 4) & 15) | ((b8 >> 6) & 3) << 4);
+}
+
+// (d·sc_j, dmin·m_j) of block blk (j = blk % 8) of a Q4_K/Q5_K super-block, from its record r: f16 d,
+// f16 dmin, 12 scale bytes. Each product exact in f32 (11-bit by 6-bit).
+__device__ __forceinline__ float2 k4_scales(uint4 r, u64 blk) {
+    const uint2 sm = scale_min_k4(r.y, r.z, r.w, blk & 7);
+    return make_float2(__fmul_rn(f16_to_f32(r.x & 0xffff), (float)sm.x), __fmul_rn(f16_to_f32(r.x >> 16), (float)sm.y));
+}
+
+// Word j / 2 of a record held in registers (w[0..3]), by selects: a runtime index would put it in local memory.
+__device__ __forceinline__ u32 record_word(const u32* w, u32 j) {
+    return (j & 4) ? ((j & 2) ? w[3] : w[2]) : ((j & 2) ? w[1] : w[0]);
+}

@@ -1,30 +1,38 @@
-// matmul_mma  dst[m, n] = Σ_blocks b (d_w · Σ_{j∈b} q_w x_j + m_w · Σ_{j∈b} x_j)    (m > 8, quantized weights)
-//             body joined after one quantized format decoder (matmul_<format>.cu: mma_b, DM_PAIRED, HAS_QH, HAS_M)
-// Layout      xh f16 [m][k] + xsum f32 [m][k/32] from matmul_mma_prep; weights as repacked (qs 16/32 bytes
-//             per block, qh u32 per block, dm f16 d per block or u32 (d, m) per block)
+// matmul_mma  dst[m, n] = Σ_blocks b (s_w · Σ_{j∈b} q_w x_j + m_w · Σ_{j∈b} x_j)    (m > 8, quantized weights)
+//             body joined after one quantized format decoder (matmul_<format>.cu: mma_b, mma_scale, sc_offset,
+//             QS_BYTES, QH_BYTES, SC_BYTES, HAS_M, SUB16, XSUM_HALVES)
+// Layout      xh f16 [m][k] + xsum f32 [m][k/32] (per 16 values, [m][k/16], when XSUM_HALVES) from
+//             matmul_mma_prep; weights as uploaded: qs QS_BYTES and qh QH_BYTES per 32-value block, and
+//             SC_BYTES of scales per block from dm at sc_offset (a legacy block's d / (d, m) word, a
+//             k-quant super-block's scale record)
 // Launch      matmul_mma_prep: one thread per value, one warp per block. matmul_mma: grid (ceil(n / 128),
 //             ceil(m / 64)), 256 threads = 8 warps, each 32 rows × 32 columns of the 64 × 128 output tile
 //             (2 warps along m × 4 along n); k in steps of one 32-value block, raw blocks copied into shared
-//             memory by cp.async MMA_STAGES deep; weight quants decoded per fragment to exact f16 integers
+//             memory by cp.async MMA_STAGES deep; weight quants decoded per fragment to exact f16 integers,
+//             weight scales once per row and step into the stage (mma_rec_load / mma_rec_store)
 // Numerics    x rounded once to f16 (the only rounding before f32); q_w exact in f16; each block's
-//             Σ q_w x_j by two mma.sync m16n8k16 (f16 in, f32 accumulate), scaled by d_w in f32 and summed
-//             in k order. (Within a block, k is permuted identically for A and B: values 4t..4t+3 of the
-//             int8 pack feed fragment positions 2t, 2t+1, 2t+8, 2t+9.)
+//             Σ q_w x_j by two mma.sync m16n8k16 (f16 in, f32 accumulate), one per 16-value half, scaled
+//             in f32 by the decoder's (s0, s1, m0, m1) (SUB16: a scale per half) and summed in k order.
+//             (Within a block, k is permuted identically for A and B: values 4t..4t+3 of the int8 pack
+//             feed fragment positions 2t, 2t+1, 2t+8, 2t+9.)
 
 #if FORMAT_QUANTIZED
 
 #define MMA_BM 64
 #define MMA_BN 128
-#define MMA_STAGES (QS_BYTES == 32 ? 3 : 4)       // 3 × 12.5 KB or 4 × 8.4 KB of static shared memory
+#define MMA_STAGES (QS_BYTES == 32 ? 3 : 4)       // 3 × 12.5 KB or 4 × ≤ 11 KB of static shared memory
 #define X_STRIDE 80                                // bytes per x row in shared memory: 32 halves + 16 padding
-#define W_STRIDE (QS_BYTES == 32 ? 48 : QS_BYTES)  // 12 or 4 words: a warp's fragment loads hit 32 banks
+#define W_STRIDE (QS_BYTES == 32 ? 48 : QS_BYTES)  // 12, 4 or 2 words: a warp's fragment loads hit 32 banks
+#define W_PIECE (QS_BYTES < 16 ? QS_BYTES : 16)    // bytes per async copy of quants
+#define QH_WORDS (QH_BYTES > 4 ? QH_BYTES / 4 : 1)
+#define XSUMS (XSUM_HALVES ? 2 : 1)               // sums of x per block and row
 
 struct __align__(16) MmaStage {
-    u8 x[MMA_BM * X_STRIDE];   // f16 activations, one block per row
-    u8 w[MMA_BN * W_STRIDE];   // raw quant bytes, one block per weight row
-    float xsum[MMA_BM];        // Σ x over the block, per row (HAS_M formats)
-    u32 wdm[MMA_BN];           // the dm word holding the block's scale(s)
-    u32 wqh[MMA_BN];           // fifth bits (Q5 formats)
+    u8 x[MMA_BM * X_STRIDE];            // f16 activations, one block per row
+    u8 w[MMA_BN * W_STRIDE];            // raw quant bytes, one block per weight row
+    float xsum[MMA_BM * XSUMS];         // Σ x over the block (or each half), per row (HAS_M formats)
+    float4 wscale[MMA_BN];              // (s0, s1, m0, m1) of the block, per weight row (mma_scale)
+    u32 wqh[MMA_BN * QH_WORDS];         // high bits (QH_BYTES formats)
 };
 
 __device__ __forceinline__ u32 smem_addr(const void* p) { return (u32)__cvta_generic_to_shared(p); }
@@ -64,23 +72,17 @@ __device__ __forceinline__ void i8x4_to_f16(u32 p, u32& lo, u32& hi) {
     asm("sub.rn.f16x2 %0, %0, %1;" : "+r"(hi) : "r"(bias));
 }
 
-// xh = f16(x), xsum[b] = Σ x over block b (32 values).    x: f32 [total], total a multiple of 32
+// xh = f16(x), xsum[b] = Σ x over block b (32 values; 16 when XSUM_HALVES).    x: f32 [total], total a multiple of 32
 extern "C" __global__ void matmul_mma_prep(const float* x, u16* xh, float* xsum, u64 total) {
     const u64 i = (u64)blockIdx.x * blockDim.x + threadIdx.x;
     if ((i & ~31ull) >= total) return;  // whole warps leave together
     const float v = i < total ? x[i] : 0.0f;
-    const float s = warp_sum(v);
+    constexpr u32 span = XSUM_HALVES ? 16 : 32;
+    float s = v;
+#pragma unroll
+    for (u32 o = span / 2; o > 0; o >>= 1) s += __shfl_xor_sync(FULL_MASK, s, o);
     if (i < total) xh[i] = f32_to_f16(v);
-    if ((i & 31) == 0) xsum[i / 32] = s;
-}
-
-// (d, m) of block `blk` from its dm word: paired formats store two f16 d per word (blocks 2i, 2i+1).
-__device__ __forceinline__ float2 mma_dm(u32 word, u64 blk) {
-#if DM_PAIRED
-    return make_float2(f16_to_f32((blk & 1) ? (word >> 16) : (word & 0xffff)), 0.0f);
-#else
-    return make_float2(f16_to_f32(word & 0xffff), f16_to_f32(word >> 16));
-#endif
+    if ((i & (span - 1)) == 0) xsum[i / span] = s;
 }
 
 // Queues the copies of k-block kb of the tile (rows m0.., weight rows n0..) into stage s.
@@ -95,29 +97,44 @@ __device__ __forceinline__ void mma_load(MmaStage& s, const u8* qs, const u8* qh
 #if HAS_M
     if (tid < MMA_BM) {
         const bool ok = m0 + tid < m;
-        cp_async<4>(&s.xsum[tid], xsum + (ok ? (u64)(m0 + tid) * nb + kb : 0), ok);
+        cp_async<4 * XSUMS>(&s.xsum[tid * XSUMS], xsum + (ok ? ((u64)(m0 + tid) * nb + kb) * XSUMS : 0), ok);
     }
 #endif
+    constexpr u32 w_pieces = QS_BYTES / W_PIECE;
 #pragma unroll
-    for (u32 i = tid; i < MMA_BN * (QS_BYTES / 16); i += 256) {
-        const u32 r = i / (QS_BYTES / 16), h = i % (QS_BYTES / 16);
+    for (u32 i = tid; i < MMA_BN * w_pieces; i += 256) {
+        const u32 r = i / w_pieces, h = i % w_pieces;
         const bool ok = n0 + r < n;
         const u64 blk = (u64)(n0 + r) * nb + kb;
-        cp_async<16>(s.w + r * W_STRIDE + 16 * h, qs + (ok ? blk * QS_BYTES + 16 * h : 0), ok);
+        cp_async<W_PIECE>(s.w + r * W_STRIDE + W_PIECE * h, qs + (ok ? blk * QS_BYTES + W_PIECE * h : 0), ok);
     }
+#if QH_BYTES
     if (tid < MMA_BN) {
         const bool ok = n0 + tid < n;
-        const u64 blk = (u64)(n0 + tid) * nb + kb;
-        // Paired formats: the aligned word holding blocks (blk & ~1, blk | 1); dm is padded on upload.
-        cp_async<4>(&s.wdm[tid], dm + (ok ? (DM_PAIRED ? (blk & ~1ull) * 2 : blk * 4) : 0), ok);
-    }
-#if HAS_QH
-    else if (tid < 2 * MMA_BN) {
-        const u32 r = tid - MMA_BN;
-        const bool ok = n0 + r < n;
-        cp_async<4>(&s.wqh[r], qh + (ok ? ((u64)(n0 + r) * nb + kb) * 4 : 0), ok);
+        cp_async<QH_BYTES>(&s.wqh[tid * QH_WORDS], qh + (ok ? ((u64)(n0 + tid) * nb + kb) * QH_BYTES : 0), ok);
     }
 #endif
+}
+
+// Scales are not copied raw: thread r < MMA_BN loads weight row r's SC_BYTES into registers when
+// block kb's copies are queued (mma_rec_load), and after that step's mma decodes them once into the
+// stage (mma_rec_store), so the lanes read a float4 per column instead of each decoding the record
+// (a k-quant's takes ~20 instructions; 8 per lane and step) and the loads' latency hides behind a step.
+struct MmaRec {
+    u32 w[SC_BYTES / 4];
+};
+__device__ __forceinline__ MmaRec mma_rec_load(const u8* dm, u32 n, u32 nb, u32 n0, u32 kb, bool live) {
+    MmaRec rec;
+    const u32 r = threadIdx.x;
+    const bool ok = live && r < MMA_BN && n0 + r < n;
+    const u32* src = (const u32*)(dm + (ok ? sc_offset((u64)(n0 + r) * nb + kb) : 0));
+#pragma unroll
+    for (int i = 0; i < SC_BYTES / 4; i++) rec.w[i] = ok ? src[i] : 0u;
+    return rec;
+}
+__device__ __forceinline__ void mma_rec_store(MmaStage& s, const MmaRec& rec, u32 nb, u32 n0, u32 kb) {
+    const u32 r = threadIdx.x;
+    if (r < MMA_BN) s.wscale[r] = mma_scale(rec.w, (u64)(n0 + r) * nb + kb);
 }
 
 extern "C" __global__ void __launch_bounds__(256)
@@ -138,7 +155,10 @@ extern "C" __global__ void __launch_bounds__(256)
 
 #pragma unroll
     for (u32 s = 0; s < MMA_STAGES - 1; s++) {
-        if (s < nb) mma_load(stages[s], qs, qh, dm, xh, xsum, m, n, k, m0, n0, s);
+        if (s < nb) {
+            mma_load(stages[s], qs, qh, dm, xh, xsum, m, n, k, m0, n0, s);
+            mma_rec_store(stages[s], mma_rec_load(dm, n, nb, n0, s, true), nb, n0, s);
+        }
         cp_async_commit();
     }
     for (u32 kb = 0; kb < nb; kb++) {
@@ -147,12 +167,14 @@ extern "C" __global__ void __launch_bounds__(256)
         const u32 next = kb + MMA_STAGES - 1;
         if (next < nb) mma_load(stages[next % MMA_STAGES], qs, qh, dm, xh, xsum, m, n, k, m0, n0, next);
         cp_async_commit();
+        // Stored after this step's mma; read MMA_STAGES - 1 ≥ 2 barriers later.
+        const MmaRec rec = mma_rec_load(dm, n, nb, n0, next, next < nb);
 
         const MmaStage& s = stages[kb % MMA_STAGES];
         // A fragments of both k16 halves of the block: row r, values 4t..4t+3 (step 0) and 16+4t.. (step 1).
         uint2 a[2][2][2];  // [m tile][step][row g, row g + 8]
 #if HAS_M
-        float xs[2][2];
+        float xs[2][2][XSUMS];  // [m tile][row g, row g + 8][half]
 #endif
 #pragma unroll
         for (int i = 0; i < 2; i++) {
@@ -164,40 +186,53 @@ extern "C" __global__ void __launch_bounds__(256)
                 a[i][st][1] = *(const uint2*)(xr + 8 * X_STRIDE + 32 * st);
             }
 #if HAS_M
-            xs[i][0] = s.xsum[r];
-            xs[i][1] = s.xsum[r + 8];
+#pragma unroll
+            for (int h = 0; h < XSUMS; h++) {
+                xs[i][0][h] = s.xsum[r * XSUMS + h];
+                xs[i][1][h] = s.xsum[(r + 8) * XSUMS + h];
+            }
 #endif
         }
 #pragma unroll
         for (int j = 0; j < 4; j++) {
             const u32 c = wn + 8 * j;
             u32 p0, p1, b[2][2];
-            mma_b(s.w + (c + g) * W_STRIDE, s.wqh[c + g], t, p0, p1);
+            mma_b(s.w + (c + g) * W_STRIDE, &s.wqh[(c + g) * QH_WORDS], t, p0, p1);
             i8x4_to_f16(p0, b[0][0], b[0][1]);
             i8x4_to_f16(p1, b[1][0], b[1][1]);
-            // This lane's two output columns c + 2t, c + 2t + 1.
-            const float2 w0 = mma_dm(s.wdm[c + 2 * t], (u64)(n0 + c + 2 * t) * nb + kb);
-            const float2 w1 = mma_dm(s.wdm[c + 2 * t + 1], (u64)(n0 + c + 2 * t + 1) * nb + kb);
+            // This lane's two output columns c + 2t, c + 2t + 1: (s0, s1, m0, m1) of each.
+            const u32 c0 = c + 2 * t;
+            const float4 w0 = s.wscale[c0], w1 = s.wscale[c0 + 1];
 #pragma unroll
             for (int i = 0; i < 2; i++) {
-                float d[4] = {0.0f, 0.0f, 0.0f, 0.0f};
-#pragma unroll
-                for (int st = 0; st < 2; st++) {
-                    const uint2 lo = a[i][st][0], hi = a[i][st][1];
-                    mma_f16(d, lo.x, hi.x, lo.y, hi.y, b[st][0], b[st][1]);
-                }
-                acc[i][j][0] += w0.x * d[0];
-                acc[i][j][1] += w1.x * d[1];
-                acc[i][j][2] += w0.x * d[2];
-                acc[i][j][3] += w1.x * d[3];
+                float d0[4] = {0.0f, 0.0f, 0.0f, 0.0f}, d1[4] = {0.0f, 0.0f, 0.0f, 0.0f};
+                mma_f16(d0, a[i][0][0].x, a[i][0][1].x, a[i][0][0].y, a[i][0][1].y, b[0][0], b[0][1]);
+                mma_f16(SUB16 ? d1 : d0, a[i][1][0].x, a[i][1][1].x, a[i][1][0].y, a[i][1][1].y, b[1][0], b[1][1]);
+                acc[i][j][0] += w0.x * d0[0];
+                acc[i][j][1] += w1.x * d0[1];
+                acc[i][j][2] += w0.x * d0[2];
+                acc[i][j][3] += w1.x * d0[3];
+#if SUB16
+                acc[i][j][0] += w0.y * d1[0];
+                acc[i][j][1] += w1.y * d1[1];
+                acc[i][j][2] += w0.y * d1[2];
+                acc[i][j][3] += w1.y * d1[3];
+#endif
 #if HAS_M
-                acc[i][j][0] += w0.y * xs[i][0];
-                acc[i][j][1] += w1.y * xs[i][0];
-                acc[i][j][2] += w0.y * xs[i][1];
-                acc[i][j][3] += w1.y * xs[i][1];
+                acc[i][j][0] += w0.z * xs[i][0][0];
+                acc[i][j][1] += w1.z * xs[i][0][0];
+                acc[i][j][2] += w0.z * xs[i][1][0];
+                acc[i][j][3] += w1.z * xs[i][1][0];
+#if XSUM_HALVES
+                acc[i][j][0] += w0.w * xs[i][0][1];
+                acc[i][j][1] += w1.w * xs[i][0][1];
+                acc[i][j][2] += w0.w * xs[i][1][1];
+                acc[i][j][3] += w1.w * xs[i][1][1];
+#endif
 #endif
             }
         }
+        if (next < nb) mma_rec_store(stages[next % MMA_STAGES], rec, nb, n0, next);
     }
     cp_async_wait<0>();
 

@@ -22,13 +22,21 @@ __device__ __forceinline__ float block_dot(const u8* qs, const u8* qh, const u8*
 
 // Tensor-core path (matmul_mma.cu): B fragment of mma m16n8k32 from the raw 16 quant bytes and the
 // fifth bits of a block: b0 = values 4t..4t+3, b1 = values 16+4t..16+4t+3, as int8 (q - 16).
-#define DM_PAIRED 1
-#define HAS_QH 1
+#define QH_BYTES 4
+#define SC_BYTES 4
 #define HAS_M 0
-__device__ __forceinline__ void mma_b(const u8* q, u32 qh, u32 t, u32& b0, u32& b1) {
+#define SUB16 0
+#define XSUM_HALVES 0
+// The aligned dm word holding the f16 d of blocks blk & ~1 and blk | 1 (dm is padded on upload).
+__device__ __forceinline__ u64 sc_offset(u64 blk) { return (blk & ~1ull) * 2; }
+__device__ __forceinline__ float4 mma_scale(const u32* sc, u64 blk) {
+    const float d = f16_to_f32((blk & 1) ? (sc[0] >> 16) : (sc[0] & 0xffff));
+    return make_float4(d, d, 0.0f, 0.0f);
+}
+__device__ __forceinline__ void mma_b(const u8* q, const u32* qh, u32 t, u32& b0, u32& b1) {
     const u32 w = *(const u32*)(q + 4 * t);
-    const u32 lo = (w & 0x0F0F0F0Fu) | spread_high_bits(qh, 4 * t);
-    const u32 hi = ((w >> 4) & 0x0F0F0F0Fu) | spread_high_bits(qh, 16 + 4 * t);
+    const u32 lo = (w & 0x0F0F0F0Fu) | spread_high_bits(qh[0], 4 * t);
+    const u32 hi = ((w >> 4) & 0x0F0F0F0Fu) | spread_high_bits(qh[0], 16 + 4 * t);
     b0 = (lo + 0x70707070u) ^ 0x80808080u;  // per byte: (q + 112) ^ 128 = q - 16
     b1 = (hi + 0x70707070u) ^ 0x80808080u;
 }

@@ -23,11 +23,19 @@ __device__ __forceinline__ float block_dot(const u8* qs, const u8* qh, const u8*
 
 // Tensor-core path (matmul_mma.cu): B fragment of mma m16n8k32 from the raw 16 quant bytes and the
 // fifth bits of a block: b0 = values 4t..4t+3, b1 = values 16+4t..16+4t+3, as int8 q (0..31).
-#define DM_PAIRED 0
-#define HAS_QH 1
+#define QH_BYTES 4
+#define SC_BYTES 4
 #define HAS_M 1
-__device__ __forceinline__ void mma_b(const u8* q, u32 qh, u32 t, u32& b0, u32& b1) {
+#define SUB16 0
+#define XSUM_HALVES 0
+// The block's dm word: f16 d | f16 m << 16.
+__device__ __forceinline__ u64 sc_offset(u64 blk) { return blk * 4; }
+__device__ __forceinline__ float4 mma_scale(const u32* sc, u64 blk) {
+    const float d = f16_to_f32(sc[0] & 0xffff), m = f16_to_f32(sc[0] >> 16);
+    return make_float4(d, d, m, m);
+}
+__device__ __forceinline__ void mma_b(const u8* q, const u32* qh, u32 t, u32& b0, u32& b1) {
     const u32 w = *(const u32*)(q + 4 * t);
-    b0 = (w & 0x0F0F0F0Fu) | spread_high_bits(qh, 4 * t);
-    b1 = ((w >> 4) & 0x0F0F0F0Fu) | spread_high_bits(qh, 16 + 4 * t);
+    b0 = (w & 0x0F0F0F0Fu) | spread_high_bits(qh[0], 4 * t);
+    b1 = ((w >> 4) & 0x0F0F0F0Fu) | spread_high_bits(qh[0], 16 + 4 * t);
 }

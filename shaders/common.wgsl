@@ -5,12 +5,17 @@
 
 struct Vals8 { a: vec4<f32>, b: vec4<f32> }
 
-// The weight's geometry, shared by every body's Params as its first four fields.
+// The weight's geometry, shared by every body's Params as its first field (eight words: a
+// uniform struct's next member starts 16-byte aligned).
 struct WeightInfo {
     k: u32,      // values per row
-    blocks: u32, // blocks per row (k / 32 for quantized formats, k otherwise)
-    qh: u32,     // word offset of the high-bit section (Q5_*)
-    d: u32,      // word offset of the scale section (quantized formats)
+    blocks: u32, // 32-value blocks per row (k / 32 for quantized formats, k otherwise)
+    qh: u32,     // word offset of the high-bit section (Q5_*, Q5_K, Q6_K; Q3_K's hmask)
+    d: u32,      // word offset of the scale section (quantized formats: d, or d and m)
+    sc: u32,     // word offset of the k-quants' packed sub-block scales
+    pad0: u32,
+    pad1: u32,
+    pad2: u32,
 }
 
 // Four unsigned bytes of a word, lowest first.

@@ -1,9 +1,11 @@
 // embed     dst[t, :] = scale · table[ids[t], :]   (dequantized; rows of ids ≥ vocab are zero)
-// Layout    ids: u32 [n_tokens]; table: [vocab, d] in the format of the joined decode_*.wgsl; dst: [n_tokens, d]
+// Layout    ids: u32 [n_tokens]; table: [vocab, d] (rows row0 .. row0 + vocab of the table) in the format of the
+//           joined decode_*.wgsl; dst: [n_tokens, d], the rows whose ids are in [row0, end)
 // Launch    grid (ceil(ceil(d / 8) / 256), n_tokens); one thread per group of 8 values
 // Numerics  exact dequantization (the matmul decoders), then one f32 multiply by scale
 
-struct Params { info: WeightInfo, vocab: u32, n_tokens: u32, scale: f32 }
+// The table part holds rows row0 .. row0 + vocab and writes the tokens whose ids are in [row0, end).
+struct Params { info: WeightInfo, vocab: u32, n_tokens: u32, scale: f32, row0: u32, end: u32 }
 
 @group(0) @binding(0) var<uniform> params: Params;
 @group(0) @binding(1) var<storage, read> w: array<u32>;
@@ -19,9 +21,12 @@ fn embed(@builtin(workgroup_id) wg: vec3<u32>, @builtin(local_invocation_index) 
         return;
     }
     let id = ids[t];
+    if (id < params.row0 || id >= params.end) {
+        return;
+    }
     var v = Vals8(vec4<f32>(0.0), vec4<f32>(0.0));
-    if (id < params.vocab) {
-        v = decode8(params.info, id, g);
+    if (id - params.row0 < params.vocab) {
+        v = decode8(params.info, id - params.row0, g);
     }
     let vals = array<f32, 8>(v.a.x, v.a.y, v.a.z, v.a.w, v.b.x, v.b.y, v.b.z, v.b.w);
     for (var e = 0u; e < 8u; e++) {

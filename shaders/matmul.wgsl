@@ -1,12 +1,14 @@
 // matmul    dst[i, j] = Σ_k x[i, k] · w[j, k]   (weights dequantized on the fly, read once per MB rows of x)
-// Layout    x: [m, k] f32; w: [n, k] in the format of the joined decode_*.wgsl; dst: [m, n] f32
+// Layout    x: [m, k] f32; w: [n, k] (one part of the weight) in the format of the joined decode_*.wgsl;
+//           dst: [m, ldd] f32, columns col0 .. col0 + n
 // Launch    grid (ceil(n / ROWS), ceil(m / MB)); WG threads, TPR per output column j; lane t sums groups
 //           of 8 values g ≡ t (mod TPR) for each of the MB rows of x, reusing each decoded group MB times
 // Numerics  f32 fma chain per lane in a fixed order, then row_sum: bit-identical for every m and MB
 
 const ROWS: u32 = WG / TPR;
 
-struct Params { info: WeightInfo, m: u32, n: u32 }
+// n: the weight part's rows; it writes dst columns col0 .. col0 + n of rows ldd wide.
+struct Params { info: WeightInfo, m: u32, n: u32, col0: u32, ldd: u32 }
 
 @group(0) @binding(0) var<uniform> params: Params;
 @group(0) @binding(1) var<storage, read> w: array<u32>;
@@ -59,7 +61,7 @@ fn matmul(@builtin(workgroup_id) wg: vec3<u32>, @builtin(local_invocation_index)
     for (var r = 0u; r < MB; r++) {
         let total = row_sum(acc[r], lane);
         if (row < params.n && lane % TPR == 0u && i0 + r < params.m) {
-            dst[(i0 + r) * params.n + row] = total;
+            dst[(i0 + r) * params.ldd + params.col0 + row] = total;
         }
     }
 }

@@ -1,6 +1,7 @@
 // matmul_tiled  dst[i, j] = Σ_k x[i, k] · w[j, k] for m ≥ 32 (prefill, batched decode, verify): one 64 × BN tile
-// Layout        x: [m, k] f32; w: [n, k] in the format of the joined decode_*.wgsl; dst: [m, n] f32; per K step of 64
-//               (two quant blocks) the slabs xs [64][16] and ws [64][BN / 4] in workgroup memory: k-major, each element
+// Layout        x: [m, k] f32; w: [n, k] (one part of the weight) in the format of the joined decode_*.wgsl;
+//               dst: [m, ldd] f32, columns col0 .. col0 + n; per K step of 64 (two quant blocks) the slabs
+//               xs [64][16] and ws [64][BN / 4] in workgroup memory: k-major, each element
 //               a quad of T (f32, or f16) holding 4 consecutive rows of x (columns of dst) at one k
 // Launch        grid (ceil(n / BN), ceil(m / 64)); 256 threads = 16 × 16 (tx, ty); thread (tx, ty) owns rows 4·ty + r
 //               and columns 4·tx + c (r, c < 4), and with BN = 128 also columns 64 + 4·tx + c: a 4 × 4 (4 × 8) tile
@@ -17,7 +18,8 @@ const BNQ: u32 = BN / 4u;
 // A second column quad per thread (BN = 128).
 const WIDE: bool = BN == 128u;
 
-struct Params { info: WeightInfo, m: u32, n: u32 }
+// n: the weight part's rows; it writes dst columns col0 .. col0 + n of rows ldd wide.
+struct Params { info: WeightInfo, m: u32, n: u32, col0: u32, ldd: u32 }
 
 @group(0) @binding(0) var<uniform> params: Params;
 @group(0) @binding(1) var<storage, read> w: array<u32>;
@@ -105,7 +107,7 @@ fn store4(i: u32, j: u32, v: vec4<f32>) {
         return;
     }
     let n = params.n;
-    let o = i * n + j;
+    let o = i * params.ldd + params.col0 + j;
     if (j < n) { dst[o] = v.x; }
     if (j + 1u < n) { dst[o + 1u] = v.y; }
     if (j + 2u < n) { dst[o + 2u] = v.z; }

@@ -1,19 +1,26 @@
 // matmul_vec  dst[i, j] = Σ_k x[i, k] · w[j, k] for quantized w: whole blocks per lane, 4 weight rows per team
 // Layout      x: [m, k] f32 read as vec4; w: repacked blocks read as vec4<u32> (decode32_<format>.wgsl);
-//             dst: [m, n] f32; k is a multiple of 32 (whole blocks)
+//             dst: [m, ldd] f32, columns col0 .. col0 + n (w: n rows, one part of the weight); k is a multiple of
+//             32 (whole blocks)
 // Launch      grid (ceil(n / (4·TEAMS)), ceil(m / MB)); WG threads = TEAMS teams of TPR lanes; a team owns
 //             weight rows 4j..4j+3 and lane t the blocks b ≡ t (mod TPR) of those rows, for MB rows of x
 // Numerics    per (row, x-row, block): acc = block_fma(d, v, x, acc) (dot32_f32.wgsl, f32 on every adapter)
 //             [+ fma(m, Σx, acc)] over the lane's blocks, then row_sum4 over the team: the same
 //             order for every m and MB (bit-identical batches)
+//
+// The decoder (decode32_<format>.wgsl) gives each 32-value block as `raw` (its loads: `Raw` with
+// at least d, m, d2, m2) and `vals` (its values v, small integers), the block being d·v [+ m]:
+// HAS_MIN adds m·Σx over the block. HALVES (Q2_K, Q3_K, Q6_K: 16-value sub-blocks) gives values
+// 0..15 d and m, values 16..31 d2 and m2: each half's dot and Σx is scaled by its own (block_fma2).
 
 const TEAMS: u32 = WG / TPR;
 const ROWS: u32 = TEAMS * 4u;
 
 // As in common.wgsl (not joined here: its helpers read weights as u32, these as vec4<u32>).
-struct WeightInfo { k: u32, blocks: u32, qh: u32, d: u32 }
+struct WeightInfo { k: u32, blocks: u32, qh: u32, d: u32, sc: u32, pad0: u32, pad1: u32, pad2: u32 }
 
-struct Params { info: WeightInfo, m: u32, n: u32 }
+// n: the weight part's rows; it writes dst columns col0 .. col0 + n of rows ldd wide.
+struct Params { info: WeightInfo, m: u32, n: u32, col0: u32, ldd: u32 }
 
 @group(0) @binding(0) var<uniform> params: Params;
 @group(0) @binding(1) var<storage, read> w: array<vec4<u32>>;
@@ -57,6 +64,13 @@ fn sum32(b: Blk) -> f32 {
     return (s.x + s.y) + (s.z + s.w);
 }
 
+// Σ b over each 16-value half of a block (HALVES).
+fn sum16x2(b: Blk) -> vec2<f32> {
+    let lo = (b.v0 + b.v1) + (b.v2 + b.v3);
+    let hi = (b.v4 + b.v5) + (b.v6 + b.v7);
+    return vec2<f32>((lo.x + lo.y) + (lo.z + lo.w), (hi.x + hi.y) + (hi.z + hi.w));
+}
+
 @compute @workgroup_size(WG)
 fn matmul_vec(@builtin(workgroup_id) wg: vec3<u32>, @builtin(local_invocation_index) lane: u32) {
     let n = params.n;
@@ -73,9 +87,20 @@ fn matmul_vec(@builtin(workgroup_id) wg: vec3<u32>, @builtin(local_invocation_in
         for (var i = 0u; i < MB; i++) {
             if (i0 + i < params.m) {
                 let xb = xblock(i0 + i, b);
-                acc[i] = block_fma(d, vals(w0), vals(w1), vals(w2), vals(w3), xb, acc[i]);
-                if (HAS_MIN) {
-                    acc[i] = fma(vec4<f32>(w0.m, w1.m, w2.m, w3.m), vec4<f32>(sum32(xb)), acc[i]);
+                let m = vec4<f32>(w0.m, w1.m, w2.m, w3.m);
+                if (HALVES) {
+                    let d2 = vec4<f32>(w0.d2, w1.d2, w2.d2, w3.d2);
+                    acc[i] = block_fma2(d, d2, vals(w0), vals(w1), vals(w2), vals(w3), xb, acc[i]);
+                    if (HAS_MIN) {
+                        let s = sum16x2(xb);
+                        let m2 = vec4<f32>(w0.m2, w1.m2, w2.m2, w3.m2);
+                        acc[i] = fma(m2, vec4<f32>(s.y), fma(m, vec4<f32>(s.x), acc[i]));
+                    }
+                } else {
+                    acc[i] = block_fma(d, vals(w0), vals(w1), vals(w2), vals(w3), xb, acc[i]);
+                    if (HAS_MIN) {
+                        acc[i] = fma(m, vec4<f32>(sum32(xb)), acc[i]);
+                    }
                 }
             }
         }
@@ -83,7 +108,7 @@ fn matmul_vec(@builtin(workgroup_id) wg: vec3<u32>, @builtin(local_invocation_in
     for (var i = 0u; i < MB; i++) {
         let total = row_sum4(acc[i], lane);
         if (lane % TPR == 0u && i0 + i < params.m) {
-            let at = (i0 + i) * n + row;
+            let at = (i0 + i) * params.ldd + params.col0 + row;
             for (var r = 0u; r < 4u; r++) {
                 if (row + r < n) {
                     dst[at + r] = total[r];

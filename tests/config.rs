@@ -89,7 +89,9 @@ fn metadata_that_contradicts_the_tensors_is_a_clear_error() {
     set(&mut g, "llama.attention.head_count_kv", Value::U32(4));
     assert_eq!(
         load_error(&g),
-        "model metadata: tensor `blk.0.attn_k.weight` is 16×32, the model's metadata implies 32×32"
+        "model metadata: llama.attention.head_count = 4, llama.attention.head_count_kv = 4 and a head size of 8 \
+         (llama.embedding_length / head_count) make 32 query and 32 key rows, but the file's \
+         `blk.0.attn_q.weight` has 32 and `blk.0.attn_k.weight` 16"
     );
     // qwen3 with a head size (key_length) its q/k norms do not have.
     let mut g = tiny_gguf(&TinySpec { arch: "qwen3", ..TinySpec::default() });
@@ -111,4 +113,31 @@ fn a_missing_architecture_tensor_or_an_unsupported_setting_is_refused() {
     set(&mut g, "llama.attention.value_length", Value::U32(16));
     let err = Config::from_gguf(&g).unwrap_err().to_string();
     assert!(err.contains("value_length"), "{err}");
+}
+
+/// `rope.scaling.*` as llama.cpp reads it: a missing type is linear, the factor (or the older
+/// `rope.scale_linear`) divides positions, a factor of 0 and the type `none` leave them alone, and
+/// a type the engine does not implement (yarn, longrope) is refused. Llama 3's scaling has no
+/// type: it is the `rope_freqs` tensor (tests/tiny_reference.rs).
+#[test]
+fn rope_scaling_metadata_reads_as_llama_cpp_does() {
+    let scale = |pairs: &[(&str, Value)]| {
+        let mut g = tiny_gguf(&TinySpec::default());
+        for (k, v) in pairs {
+            set(&mut g, &format!("llama.rope.{k}"), v.clone());
+        }
+        Config::from_gguf(&g).map(|c| c.rope.freq_scale)
+    };
+    let text = |s: &str| Value::String(s.into());
+    assert_eq!(scale(&[]).unwrap(), 1.0);
+    assert_eq!(scale(&[("scaling.factor", Value::F32(4.0))]).unwrap(), 0.25);
+    assert_eq!(scale(&[("scale_linear", Value::F32(2.0))]).unwrap(), 0.5);
+    assert_eq!(scale(&[("scaling.type", text("linear")), ("scaling.factor", Value::F32(8.0))]).unwrap(), 0.125);
+    assert_eq!(scale(&[("scaling.type", text("none")), ("scaling.factor", Value::F32(8.0))]).unwrap(), 1.0);
+    assert_eq!(scale(&[("scaling.factor", Value::F32(0.0))]).unwrap(), 1.0);
+    let err = scale(&[("scaling.type", text("yarn")), ("scaling.factor", Value::F32(4.0))]).unwrap_err().to_string();
+    assert_eq!(
+        err,
+        "model metadata: rope scaling `yarn` (llama.rope.scaling.type) is not supported (none, linear are)"
+    );
 }

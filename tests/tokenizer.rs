@@ -272,3 +272,19 @@ fn tiny_fixture_works_and_bad_files_are_clear_errors() {
     }));
     assert!(err.contains("token_type"), "{err}");
 }
+
+/// Llama 3's and Qwen 2's word splits equal Hugging Face `tokenizers`' on written and random
+/// texts (tests/data/pretokenize, made by make_splits.py there).
+#[test]
+fn llama3_and_qwen2_splits_equal_hugging_face_tokenizers() {
+    let data = common::load_json("pretokenize/splits.json");
+    let cases = data["cases"].as_array().expect("cases");
+    for name in ["llama3", "qwen2"] {
+        let pre = ultra::tokenizer::PreTokenizer::from_name(name).unwrap();
+        for case in cases {
+            let text = case["text"].as_str().unwrap();
+            let want: Vec<&str> = case[name].as_array().unwrap().iter().map(|w| w.as_str().unwrap()).collect();
+            assert_eq!(pre.split(text).unwrap(), want, "{name} on {text:?}");
+        }
+    }
+}

@@ -1,7 +1,7 @@
 //! wgpu-specific checks that the shared op table does not cover: fused dequantize + matmul and
 //! embed for every weight format against `dequantize_row` (GEMV paths with shared-memory and
-//! subgroup reductions for m = 1, 3; matmul_tiled for m = 70), and the transfers of one decode step. Skips loudly without an
-//! adapter unless `ULTRA_REQUIRE_WGPU=1`.
+//! subgroup reductions for m = 1, 3; matmul_tiled for m = 70), weights uploaded in parts, and the
+//! transfers of one decode step. Skips loudly without an adapter unless `ULTRA_REQUIRE_WGPU=1`.
 #![cfg(feature = "wgpu")]
 
 #[path = "common/tiny.rs"]
@@ -39,6 +39,16 @@ fn random_weight(rng: &mut Rng, format: Format, rows: usize, cols: usize) -> Vec
             Format::F32 => out.extend(rng.uniform().to_le_bytes()),
             Format::F16 => out.extend(half(rng.uniform())),
             Format::BF16 => out.extend(bf16::from_f32(rng.uniform()).to_le_bytes()),
+            _ if format.is_kquant() => {
+                // Random quants and sub-block scales, small f16 super-block scales.
+                let start = out.len();
+                out.extend((0..format.block_bytes()).map(|_| rng.next_u64() as u8));
+                for field in format.fields().iter().filter(|f| f.name == "d" || f.name == "dm") {
+                    for at in (start + field.start..start + field.end).step_by(2) {
+                        out[at..at + 2].copy_from_slice(&half(0.001 + 0.01 * rng.uniform()));
+                    }
+                }
+            }
             _ => {
                 out.extend(half(0.01 + 0.01 * rng.uniform()));
                 if matches!(format, Format::Q4_1 | Format::Q5_1) {
@@ -131,6 +141,53 @@ fn matmul_and_embed_every_format() {
 fn matmul_and_embed_every_format_fallbacks() {
     if let Some(be) = backend(Options::fallbacks()) {
         check_matmul_and_embed(&be);
+    }
+}
+
+/// A weight uploaded in parts (`Options::weight_part_bytes` forced to a few rows) gives the bits
+/// of its one-part upload: matmul (GEMV for m = 1, 7; matmul_tiled for m = 70 unless the adapter
+/// fits no tile) and embed, with ids on both sides of part edges.
+#[test]
+fn split_weights_equal_one_part() {
+    for options in [Options::default(), Options::fallbacks()] {
+        let Some(whole) = backend(options) else { return };
+        let split = backend(Options { weight_part_bytes: Some(8192), ..options }).unwrap();
+        let mut rng = Rng(11);
+        let n = 67;
+        for format in [Format::F16, Format::Q4_0, Format::Q8_0, Format::Q4_K, Format::Q6_K] {
+            let k = if format.is_kquant() { 768 } else { 576 };
+            let bytes = random_weight(&mut rng, format, n, k);
+            let one = whole.upload_weight(format, n, k, HostBytes::from_vec(bytes.clone())).unwrap();
+            let parts = split.upload_weight(format, n, k, HostBytes::from_vec(bytes)).unwrap();
+            let sizes: Vec<usize> = parts.storage.parts.iter().map(|p| p.rows).collect();
+            assert_eq!(one.storage.parts.len(), 1);
+            assert!(sizes.len() > 2 && sizes.iter().sum::<usize>() == n, "{}: parts {sizes:?}", format.name());
+            let what = |op: &str| format!("{op} {} k={k}, parts {sizes:?} ({options:?})", format.name());
+            for m in [1, 7, 70] {
+                let x: Vec<f32> = (0..m * k).map(|_| rng.uniform()).collect();
+                let run = |be: &Wgpu, w| {
+                    let mut xt = be.alloc(DType::F32, m, k).unwrap();
+                    be.write_f32(&mut xt, &x).unwrap();
+                    let mut dst = be.alloc(DType::F32, m, n).unwrap();
+                    be.matmul(&xt, w, &mut dst).unwrap();
+                    let mut out = vec![0.0f32; m * n];
+                    be.read_f32(&dst, &mut out).unwrap();
+                    out.iter().map(|v| v.to_bits()).collect::<Vec<_>>()
+                };
+                assert_eq!(run(&whole, &one), run(&split, &parts), "{} m={m}", what("matmul"));
+            }
+            let ids = [0u32, 16, 17, 11, 12, 66, 3, 24, 13, 40, 50];
+            let run = |be: &Wgpu, w| {
+                let mut it = be.alloc(DType::U32, ids.len(), 1).unwrap();
+                be.write_u32(&mut it, &ids).unwrap();
+                let mut dst = be.alloc(DType::F32, ids.len(), k).unwrap();
+                be.embed(w, &it, 0.75, &mut dst).unwrap();
+                let mut out = vec![0.0f32; ids.len() * k];
+                be.read_f32(&dst, &mut out).unwrap();
+                out.iter().map(|v| v.to_bits()).collect::<Vec<_>>()
+            };
+            assert_eq!(run(&whole, &one), run(&split, &parts), "{}", what("embed"));
+        }
     }
 }
 

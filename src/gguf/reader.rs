@@ -185,7 +185,7 @@ fn check_tensor_layout(tensors: &mut [TensorInfo], data_offset: u64, file_len: u
         }
         if t.offset % alignment != 0 {
             return Err(Error::MalformedGguf {
-                offset: data_offset + t.offset,
+                offset: data_offset.saturating_add(t.offset),
                 reason: format!("tensor `{}` offset {} is not aligned to {alignment}", t.name, t.offset),
             });
         }

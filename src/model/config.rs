@@ -118,16 +118,27 @@ impl Keys<'_> {
 
 impl Config {
     pub fn from_gguf(gguf: &Gguf) -> Result<Config> {
-        let arch_name = gguf
-            .get("general.architecture")
-            .and_then(|v| v.as_str())
-            .ok_or_else(|| Error::Metadata("general.architecture is missing".into()))?;
+        let arch_name = match gguf.get("general.architecture") {
+            None => return Err(Error::Metadata("general.architecture is missing".into())),
+            Some(v) => {
+                v.as_str().ok_or_else(|| Error::Metadata(format!("general.architecture = {v} is not a string")))?
+            }
+        };
         let arch = Arch::ALL.into_iter().find(|a| a.name() == arch_name).ok_or_else(|| {
             let known: Vec<&str> = Arch::ALL.iter().map(|a| a.name()).collect();
             Error::Metadata(format!("architecture `{arch_name}` is not supported ({} are)", known.join(", ")))
         })?;
         let m = Keys { gguf, arch: arch.name() };
         let n_layers = m.int("block_count")?;
+        // Each block has several tensors: a larger count is not this file's, and would size the
+        // per-layer tables (and the KV cache) from a hostile number.
+        if n_layers > gguf.tensors.len() {
+            return Err(Error::Metadata(format!(
+                "{} = {n_layers}, but the file has only {} tensors",
+                m.key("block_count"),
+                gguf.tensors.len()
+            )));
+        }
         let d_model = m.int("embedding_length")?;
         let d_ff = m.int("feed_forward_length")?;
         let n_heads = m.int("attention.head_count")?;
@@ -158,11 +169,21 @@ impl Config {
                 "rope.dimension_count {n_rot} must be even and ≤ head_dim {head_dim}"
             )));
         }
+        // As llama.cpp's load_hparams: a missing type is linear, the factor is `rope.scaling.factor`
+        // or the older `rope.scale_linear`, and a factor of 0 (or none) means no scaling. Llama 3's
+        // scaling is no type: its converter writes the `rope_freqs` tensor instead (weights.rs).
+        let factor_key = if m.has("rope.scaling.factor") { "rope.scaling.factor" } else { "rope.scale_linear" };
         let freq_scale = match gguf.get(&m.key("rope.scaling.type")).and_then(|v| v.as_str()) {
-            None | Some("none") => 1.0,
-            Some("linear") => 1.0 / m.float("rope.scaling.factor", 1.0)?,
+            Some("none") => 1.0,
+            None | Some("linear") => match m.float(factor_key, 0.0)? {
+                0.0 => 1.0,
+                factor => 1.0 / factor,
+            },
             Some(other) => {
-                return Err(Error::Metadata(format!("rope scaling `{other}` is not supported (none, linear are)")));
+                return Err(Error::Metadata(format!(
+                    "rope scaling `{other}` ({}) is not supported (none, linear are)",
+                    m.key("rope.scaling.type")
+                )));
             }
         };
         if !(freq_scale.is_finite() && freq_scale > 0.0) {

@@ -100,8 +100,64 @@ impl<B: Backend> Loader<'_, B> {
     }
 }
 
+/// The metadata that sizes the model against the tensors it sizes, naming the key that
+/// disagrees: the per-tensor checks in `Loader` name only the first tensor that does not fit.
+fn check_metadata(gguf: &Gguf, cfg: &Config) -> Result<()> {
+    let key = |k: &str| format!("{}.{k}", cfg.arch.name());
+    let contradiction = |what: String, tensor: &str, has: String| {
+        Err(Error::Metadata(format!("{what}, but the file's `{tensor}` {has}")))
+    };
+    if let Some(t) = gguf.tensor("token_embd.weight") {
+        if t.cols() != cfg.d_model {
+            let what = format!("{} = {}", key("embedding_length"), cfg.d_model);
+            return contradiction(what, &t.name, format!("has rows of {}", t.cols()));
+        }
+        if t.rows() != cfg.vocab_size {
+            let source =
+                if gguf.get(&key("vocab_size")).is_some() { key("vocab_size") } else { "the tokenizer".into() };
+            let what = format!("the vocabulary has {} tokens ({source})", cfg.vocab_size);
+            return contradiction(what, &t.name, format!("has {} rows", t.rows()));
+        }
+    }
+    let (q, k) = (gguf.tensor(&gguf_name(Some(0), "attn_q")), gguf.tensor(&gguf_name(Some(0), "attn_k")));
+    if let (Some(q), Some(k)) = (q, k)
+        && (q.rows() != cfg.q_dim() || k.rows() != cfg.kv_dim())
+    {
+        let head_size = match gguf.get(&key("attention.key_length")) {
+            Some(_) => key("attention.key_length"),
+            None => format!("{} / head_count", key("embedding_length")),
+        };
+        let what = format!(
+            "{} = {}, {} = {} and a head size of {} ({head_size}) make {} query and {} key rows",
+            key("attention.head_count"),
+            cfg.n_heads,
+            key("attention.head_count_kv"),
+            cfg.n_kv_heads,
+            cfg.head_dim,
+            cfg.q_dim(),
+            cfg.kv_dim()
+        );
+        return contradiction(what, &q.name, format!("has {} and `{}` {}", q.rows(), k.name, k.rows()));
+    }
+    let tensor = gguf_name(Some(0), "ffn_up");
+    if let Some(t) = gguf.tensor(&tensor).filter(|t| t.rows() != cfg.d_ff) {
+        return contradiction(
+            format!("{} = {}", key("feed_forward_length"), cfg.d_ff),
+            &tensor,
+            format!("has {} rows", t.rows()),
+        );
+    }
+    let last = gguf_name(Some(cfg.n_layers - 1), "attn_norm");
+    if gguf.tensor(&last).is_none() {
+        let what = format!("{} = {}", key("block_count"), cfg.n_layers);
+        return Err(Error::Metadata(format!("{what}, but the file has no `{last}`")));
+    }
+    Ok(())
+}
+
 impl<B: Backend> Weights<B> {
     pub fn load(backend: &B, gguf: &Gguf, cfg: &Config) -> Result<Weights<B>> {
+        check_metadata(gguf, cfg)?;
         let l = Loader { backend, gguf };
         let (d, q_dim, kv_dim) = (cfg.d_model, cfg.q_dim(), cfg.kv_dim());
         let mut layers = Vec::with_capacity(cfg.n_layers);

@@ -70,6 +70,12 @@ impl Tokenizer {
     }
 }
 
+/// minijinja instructions (and units of about 64 bytes of values) one render may use. A template
+/// comes from the model file: without a budget, nested loops (`range(100000)` twice) render for
+/// hours and a string doubled in a loop exhausts memory. Real templates use a few hundred per
+/// message; this allows some 4 million (and 256 MB of values), well under a second.
+const TEMPLATE_FUEL: u64 = 4_000_000;
+
 /// Renders any chat template source with the given special-token texts.
 pub fn render_chat_template(
     source: &str,
@@ -79,6 +85,7 @@ pub fn render_chat_template(
     eos_token: &str,
 ) -> Result<String> {
     let mut env = Environment::new();
+    env.set_fuel(Some(TEMPLATE_FUEL));
     // HF renders with `trim_blocks=True, lstrip_blocks=True`; templates are written for that.
     let syntax = minijinja::syntax::SyntaxConfig::builder().trim_blocks(true).lstrip_blocks(true).build();
     env.set_syntax(syntax.map_err(|e| Error::Template(e.to_string()))?);
@@ -278,5 +285,15 @@ mod tests {
         let dict = "{% for k, v in {'a': 1}.items() %}{{ k }}={{ v }}{% endfor %}{{ 'a,b'.split(',') | length }}";
         assert_eq!(render_chat_template(dict, &[], false, "", "").unwrap(), "a=12");
         assert!(render_chat_template("{% if %}", &[], false, "", "").is_err());
+    }
+
+    #[test]
+    fn a_template_that_never_ends_runs_out_of_fuel() {
+        let nested = "{% for a in range(100000) %}{% for b in range(100000) %}{% endfor %}{% endfor %}";
+        let doubling = "{% set s = namespace(x='ab') %}{% for i in range(64) %}{% set s.x = s.x ~ s.x %}{% endfor %}";
+        for template in [nested, doubling] {
+            let err = render_chat_template(template, &[], false, "", "").unwrap_err().to_string();
+            assert!(err.starts_with("chat template: engine ran out of fuel"), "{err}");
+        }
     }
 }

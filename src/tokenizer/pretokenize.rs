@@ -27,6 +27,9 @@ const GPT2: &str = r"'s|'t|'re|'ve|'m|'ll|'d| ?\p{L}+| ?\p{N}+| ?[^\s\p{L}\p{N}]
 /// same `(\s+)` ending.
 const LLAMA3: &str = r"(?:'[sS]|'[tT]|'[rR][eE]|'[vV][eE]|'[mM]|'[lL][lL]|'[dD])|[^\r\n\p{L}\p{N}]?\p{L}+|\p{N}{1,3}| ?[^\s\p{L}\p{N}]+[\r\n]*|\s*[\r\n]+|(\s+)";
 
+/// Qwen 2's pattern (also Qwen 2.5 and Qwen 3): Llama 3's with every digit on its own.
+const QWEN2: &str = r"(?:'[sS]|'[tT]|'[rR][eE]|'[vV][eE]|'[mM]|'[lL][lL]|'[dD])|[^\r\n\p{L}\p{N}]?\p{L}+|\p{N}| ?[^\s\p{L}\p{N}]+[\r\n]*|\s*[\r\n]+|(\s+)";
+
 /// One row of the table: the `tokenizer.ggml.pre` names it answers to, and how it splits.
 struct Entry {
     names: &'static [&'static str],
@@ -46,8 +49,10 @@ const TABLE: &[Entry] = &[
         add_bos: false,
     },
     Entry { names: &["gpt-2", "gpt2"], regexes: &[GPT2], ignore_merges: false, add_bos: false },
-    // Not yet checked against llama.cpp reference data (no Llama 3 model in tests/data).
+    // Llama 3 and Qwen 2: splits equal to Hugging Face `tokenizers` on tests/data/pretokenize.
     Entry { names: &["llama3", "llama-v3", "llama-bpe"], regexes: &[LLAMA3], ignore_merges: true, add_bos: true },
+    // Qwen's files carry no BOS (llama.cpp: no `ignore_merges` for this type).
+    Entry { names: &["qwen2", "deepseek-r1-qwen"], regexes: &[QWEN2], ignore_merges: false, add_bos: false },
     // llama.cpp's fallback, also used when a GPT-2 style file names no pre-tokenizer.
     Entry {
         names: &["default", ""],

@@ -1,8 +1,10 @@
 //! The GGUF reader against in-memory fixtures made with `GgufWriter`: valid files round-trip
 //! (every metadata type, every tensor format, v2 and v3, custom alignment), and every malformed
-//! file is refused with `Error::MalformedGguf` naming the problem. fuzz.rs: random corruption;
+//! file is refused with `Error::MalformedGguf` naming the problem. bad_input.rs: bad model files
+//! through the whole loader (k-quant models included). fuzz.rs: random corruption;
 //! tokenizer_fuzz.rs: the same for tokenizer metadata (BPE and SentencePiece vocabularies).
 
+mod bad_input;
 mod fuzz;
 mod tokenizer_fuzz;
 

@@ -11,6 +11,9 @@ use ultra::{Backend, Cpu};
 use crate::common::{floats, greedy_cases, ids, load_json, reference_runner, teacher_forced, top2};
 use crate::tolerances::Profile;
 
+// The second model's checks, listed with these in main.rs.
+pub use crate::gemma3::{gemma3_greedy_ids_match_the_cpu_until_a_near_tie, gemma3_teacher_forced_logits_match_the_cpu};
+
 const CONTEXT: usize = 1024;
 
 /// The reference prompts (greedy.json) this backend runs.
@@ -29,12 +32,12 @@ fn greedy<B: Backend>(runner: &mut Runner<B>, prompt: &[u32], n: usize) -> Vec<u
 }
 
 /// The first index where `a` and `b` differ, over their common length.
-fn first_difference(a: &[u32], b: &[u32]) -> Option<usize> {
+pub fn first_difference(a: &[u32], b: &[u32]) -> Option<usize> {
     a.iter().zip(b).position(|(x, y)| x != y)
 }
 
 /// (NMSE, max |Δ|) of `got` against `want`.
-fn nmse(got: &[f32], want: &[f32]) -> (f64, f64) {
+pub fn nmse(got: &[f32], want: &[f32]) -> (f64, f64) {
     let (mut err, mut norm, mut max_abs) = (0f64, 0f64, 0f64);
     for (&a, &b) in got.iter().zip(want) {
         let d = a as f64 - b as f64;

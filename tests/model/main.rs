@@ -4,12 +4,14 @@
 //! for any backend; tolerances.rs holds what each backend must meet, with the reasons, and how
 //! much of the reference data it runs (less on a software adapter, as in CI). A GPU suite skips
 //! loudly without a device, and fails instead under ULTRA_REQUIRE_WGPU=1 / ULTRA_REQUIRE_CUDA=1.
+//! gemma3.rs runs the second real model (Gemma 3 270M Q4_K_M) on the GPU backends against the CPU.
 //! `cargo test --release --test model wgpu::` runs one backend's suite.
 
 #[path = "../common/mod.rs"]
 mod common;
 
 mod checks;
+mod gemma3;
 mod tolerances;
 
 /// Defines `mod $name` with one `#[test]` per listed check of checks.rs, each given a fresh
@@ -48,6 +50,8 @@ model_suite!(wgpu: ultra::Wgpu, "wgpu", "ULTRA_REQUIRE_WGPU", ultra::Wgpu::new()
     teacher_forced_logits_match_the_references,
     greedy_ids_match_llama_cpp_and_the_cpu_until_a_near_tie,
     perplexity_ctx_128_matches_the_references,
+    gemma3_teacher_forced_logits_match_the_cpu,
+    gemma3_greedy_ids_match_the_cpu_until_a_near_tie,
 ]);
 
 #[cfg(feature = "cuda")]
@@ -56,4 +60,6 @@ model_suite!(cuda: ultra::Cuda, "CUDA", "ULTRA_REQUIRE_CUDA", ultra::Cuda::new(0
     greedy_ids_match_llama_cpp_and_the_cpu_until_a_near_tie,
     greedy_ids_are_the_same_with_and_without_cuda_graphs,
     perplexity_ctx_128_matches_the_references,
+    gemma3_teacher_forced_logits_match_the_cpu,
+    gemma3_greedy_ids_match_the_cpu_until_a_near_tie,
 ]);

@@ -15,10 +15,14 @@ pub fn assert_bits_eq(what: &str, batched: &[f32], single: &[f32]) {
     }
 }
 
-/// matmul of m rows == m calls of one row == chunks of 3 and m - 3 rows.
+/// matmul of m rows == m calls of one row == chunks of 3 and m - 3 rows (k-quants: rows of 768,
+/// whole super-blocks).
 pub fn matmul<B: Backend>(b: &B, m: usize) {
-    let (k, n) = (576, 37);
-    for format in [Format::F32, Format::F16, Format::Q4_0, Format::Q4_1, Format::Q8_0] {
+    let n = 37;
+    let legacy = [Format::F32, Format::F16, Format::Q4_0, Format::Q4_1, Format::Q8_0];
+    let kquants = [Format::Q2_K, Format::Q3_K, Format::Q4_K, Format::Q5_K, Format::Q6_K];
+    for format in legacy.into_iter().chain(kquants) {
+        let k = if format.is_kquant() { 768 } else { 576 };
         let mut rng = Rng::from_name(&format!("invariance matmul {}", format.name()));
         let x_host = rng.fill(m * k, -1.0, 1.0);
         let w = upload(b, format, n, k, random_weight(&mut rng, format, n, k)).unwrap();

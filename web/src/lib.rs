@@ -85,7 +85,7 @@ pub async fn load(
     let context = context.unwrap_or(DEFAULT_CONTEXT).min(config.context_length).max(1);
     let list = wgpu_disable.unwrap_or_default();
     let has = |w: &str| list.split(',').any(|x| x.trim().eq_ignore_ascii_case(w));
-    let options = Options { disable_subgroups: has("subgroups"), disable_f16: has("f16"), batch_invariant: false };
+    let options = Options { disable_subgroups: has("subgroups"), disable_f16: has("f16"), ..Options::default() };
     let mut engine = Engine { gguf, tokenizer, context, options, gpu: None, cpu: None, gpu_error: None };
     let kind = engine.ensure(&backend).await.map_err(js_error)?;
     let info = ModelInfo {

@@ -18,12 +18,15 @@ use std::sync::LazyLock;
 
 use crate::quant::Format;
 
-/// Whether this CPU runs these kernels (AVX-512F plus the AVX2/FMA/F16C it implies on real parts).
+/// Whether this CPU runs these kernels (AVX-512F plus the AVX2/FMA/F16C it implies on real parts),
+/// unless `ULTRA_CPU_DISABLE` turns them off (isa.rs).
 pub static AVAILABLE: LazyLock<bool> = LazyLock::new(|| {
     is_x86_feature_detected!("avx512f")
         && is_x86_feature_detected!("avx2")
         && is_x86_feature_detected!("fma")
         && is_x86_feature_detected!("f16c")
+        && super::isa::avx2_fma() // so ULTRA_CPU_DISABLE=avx2 turns these off too
+        && !super::isa::disabled("avx512")
 });
 
 /// Block formats with an in-register decoder, as const-generic tags.
@@ -105,7 +108,7 @@ unsafe fn decode<const F: u8>(b: *const u8) -> [__m512; 2] {
 /// simd.rs's lane tree: (l, l+8) → (l, l+4) → (l, l+2) → (0, 1).
 #[inline]
 #[target_feature(enable = "avx512f")]
-fn reduce(v: __m512) -> f32 {
+pub(super) fn reduce(v: __m512) -> f32 {
     let lo = _mm512_castps512_ps256(v);
     let hi = _mm256_castpd_ps(_mm512_extractf64x4_pd::<1>(_mm512_castps_pd(v)));
     let s8 = _mm256_add_ps(lo, hi);

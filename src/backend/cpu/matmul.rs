@@ -3,8 +3,10 @@
 //! Work split: rayon tasks own tiles of TILE_N output columns (weight rows). Two ways to compute
 //! a tile, with the same bits (each output is one `dot(x[i], dequantize(w[j]))` in the fixed
 //! order of simd.rs, whatever m, the tiling or the path: batch invariant):
-//! - few activation rows (decode) on AVX-512 with a quantized weight: [`avx512::dot_quant`]
-//!   decodes each weight block in registers, so the weights are read once and never stored;
+//! - few activation rows (decode) with a quantized weight that has a fused kernel (legacy
+//!   formats on AVX-512: [`avx512::dot_quant`]; k-quants on AVX-512 or AVX2:
+//!   [`kquant::dot_quant`]): each weight block is decoded in registers, so the weights are read
+//!   once and never stored;
 //! - otherwise the task dequantizes its weight rows once into thread-local scratch (F32 rows
 //!   aligned in memory are read directly) and runs every dot product of the tile with
 //!   [`simd::dot4x4`] / [`simd::dot4`] / [`simd::dot`], sharing the tile across all m rows.
@@ -17,11 +19,11 @@ use crate::backend::{Tensor, Weight, check};
 use crate::error::Result;
 use crate::quant::Format;
 
-#[cfg(target_arch = "x86_64")]
-use super::avx512;
 use super::buffer::{CpuWeight, f32s, f32s_mut, weight_storage};
 use super::dequant::dequantize_row_fast;
 use super::{Cpu, simd};
+#[cfg(target_arch = "x86_64")]
+use super::{avx512, kquant};
 
 /// Weight rows per task: enough work to amortize scheduling (a 576 × 576 decode matmul is little
 /// work in all: benches/notes/cpu.md), small enough to balance 2–16 cores (576 columns → 18
@@ -80,7 +82,7 @@ pub fn matmul(x: &Tensor<Cpu>, w: &Weight<Cpu>, dst: &mut Tensor<Cpu>) -> Result
     }
     let out = Columns { ptr: dst.as_mut_ptr(), len: dst.len() };
     #[cfg(target_arch = "x86_64")]
-    if m < FUSED_MAX_M && avx512::handles(storage.format()) {
+    if m < FUSED_MAX_M && (avx512::handles(storage.format()) || kquant::handles(storage.format())) {
         (0..n.div_ceil(TILE_N)).into_par_iter().for_each(|tile| {
             let (n0, n1) = (tile * TILE_N, ((tile + 1) * TILE_N).min(n));
             // SAFETY: this task is the only one writing columns n0..n1 of dst.
@@ -120,7 +122,11 @@ unsafe fn fused_tile(
             let group = j0..(j0 + 4).min(cols.end);
             let rows: [&[u8]; 4] = std::array::from_fn(|r| w.row((j0 + r).min(group.end - 1)));
             let values = &mut values[..group.len()];
-            avx512::dot_quant(w.format(), &rows[..group.len()], x_i, values);
+            if w.format().is_kquant() {
+                kquant::dot_quant(w.format(), &rows[..group.len()], x_i, values);
+            } else {
+                avx512::dot_quant(w.format(), &rows[..group.len()], x_i, values);
+            }
             for (j, &v) in group.zip(values.iter()) {
                 // SAFETY: column j belongs to this task (the caller's contract).
                 unsafe { out.write(i * n + j, v) };
@@ -153,6 +159,11 @@ fn weight_rows<'a>(
     }
     let floats: &mut [f32] = bytemuck::cast_slice_mut(scratch.as_mut_slice());
     for (chunk, r) in floats.chunks_exact_mut(lines_per_row * 16).zip(range.clone()) {
+        #[cfg(target_arch = "x86_64")]
+        if kquant::handles(w.format()) {
+            kquant::dequantize_row(w.format(), w.row(r), &mut chunk[..k]);
+            continue;
+        }
         #[cfg(target_arch = "x86_64")]
         if avx512::handles(w.format()) {
             avx512::dequantize_row(w.format(), w.row(r), &mut chunk[..k]);

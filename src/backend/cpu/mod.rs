@@ -9,6 +9,9 @@ mod buffer;
 mod dequant;
 mod elementwise;
 mod embed;
+mod isa;
+#[cfg(target_arch = "x86_64")]
+mod kquant;
 mod matmul;
 mod norm;
 mod rope;

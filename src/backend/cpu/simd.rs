@@ -8,22 +8,10 @@
 //! product fused (one rounding per step), the portable path and the AVX2+FMA path are
 //! bit-identical; the AVX2 path is chosen once per process when the CPU has it.
 
-use std::sync::LazyLock;
-
 const LANES: usize = 16;
 
-/// Whether this CPU runs the AVX2+FMA kernels (decided once, so results never change mid-run).
-#[cfg_attr(not(target_arch = "x86_64"), allow(dead_code))] // read by the x86-64 paths only
-static USE_AVX2_FMA: LazyLock<bool> = LazyLock::new(|| {
-    #[cfg(target_arch = "x86_64")]
-    {
-        std::arch::is_x86_feature_detected!("avx2") && std::arch::is_x86_feature_detected!("fma")
-    }
-    #[cfg(not(target_arch = "x86_64"))]
-    {
-        false
-    }
-});
+#[cfg(target_arch = "x86_64")]
+use super::isa::avx2_fma;
 
 /// Σ a[i]·b[i] in the order described at the top of this file. Panics if the lengths differ
 /// (an internal invariant: callers slice both from checked shapes).
@@ -31,7 +19,7 @@ static USE_AVX2_FMA: LazyLock<bool> = LazyLock::new(|| {
 pub fn dot(a: &[f32], b: &[f32]) -> f32 {
     assert_eq!(a.len(), b.len(), "dot: length mismatch");
     #[cfg(target_arch = "x86_64")]
-    if *USE_AVX2_FMA {
+    if avx2_fma() {
         // SAFETY: the CPU supports AVX2 and FMA (checked at runtime above); lengths are equal.
         return unsafe { avx2::dot(a, b) };
     }
@@ -47,7 +35,7 @@ pub fn dot4(rows: [&[f32]; 4], v: &[f32]) -> [f32; 4] {
         assert_eq!(r.len(), v.len(), "dot4: length mismatch");
     }
     #[cfg(target_arch = "x86_64")]
-    if *USE_AVX2_FMA {
+    if avx2_fma() {
         // SAFETY: the CPU supports AVX2 and FMA (checked at runtime above); lengths are equal.
         return unsafe { avx2::dot4(rows, v) };
     }
@@ -75,7 +63,7 @@ pub fn dot4x4(a: [&[f32]; 4], b: [&[f32]; 4]) -> [[f32; 4]; 4] {
 pub fn axpy(a: f32, x: &[f32], y: &mut [f32]) {
     assert_eq!(x.len(), y.len(), "axpy: length mismatch");
     #[cfg(target_arch = "x86_64")]
-    if *USE_AVX2_FMA {
+    if avx2_fma() {
         // SAFETY: the CPU supports AVX2 and FMA (checked at runtime above); lengths are equal.
         return unsafe { avx2::axpy(a, x, y) };
     }
@@ -112,7 +100,7 @@ pub fn exp_in_place(xs: &mut [f32]) {
         return unsafe { exp_avx512(xs) };
     }
     #[cfg(target_arch = "x86_64")]
-    if *USE_AVX2_FMA {
+    if avx2_fma() {
         // SAFETY: the CPU supports AVX2 and FMA (checked at runtime).
         return unsafe { exp_avx2(xs) };
     }
@@ -182,7 +170,7 @@ pub mod portable {
 }
 
 #[cfg(target_arch = "x86_64")]
-mod avx2 {
+pub(super) mod avx2 {
     use std::arch::x86_64::*;
 
     use super::LANES;
@@ -238,7 +226,7 @@ mod avx2 {
 
     /// The lane tree of `portable::reduce`, in registers.
     #[target_feature(enable = "avx2,fma")]
-    fn reduce(lo: __m256, hi: __m256) -> f32 {
+    pub fn reduce(lo: __m256, hi: __m256) -> f32 {
         let s8 = _mm256_add_ps(lo, hi); // lane l: acc[l] + acc[l + 8]
         let s4 = _mm_add_ps(_mm256_castps256_ps128(s8), _mm256_extractf128_ps::<1>(s8)); // s8[l] + s8[l + 4]
         let s2 = _mm_add_ps(s4, _mm_movehl_ps(s4, s4)); // s4[l] + s4[l + 2]

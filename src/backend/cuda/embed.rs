@@ -17,7 +17,7 @@ pub fn embed(cuda: &Cuda, table: &Weight<Cuda>, ids: &Tensor<Cuda>, scale: f32, 
     let f = cuda.function(Module::Embed(table.format), entry::EMBED)?;
     let w = &table.storage;
     let mut l = cuda.stream.launch_builder(&f);
-    let [qs, qh, dm] = w.qs_qh_dm(table.format);
+    let [qs, qh, dm] = w.qs_qh_dm();
     l.arg(qs).arg(qh).arg(dm).arg(&ids.buf.dev).arg(&mut dst.buf.dev).arg(&n).arg(&d).arg(&vocab).arg(&scale);
     // SAFETY: arguments match cuda/embed.cu; the weight arrays hold vocab · d values of its format,
     // ids n / d u32, dst n floats.

@@ -20,7 +20,6 @@ macro_rules! file {
 type Part = (&'static str, &'static str);
 
 /// The block or element decoder of a weight format (joined before the matmul and embed bodies).
-/// The k-quants have none yet: `upload_weight` refuses their weights, so no module asks for one.
 fn decoder(format: Format) -> Option<Part> {
     Some(match format {
         Format::F32 => file!("matmul_f32.cu"),
@@ -31,7 +30,11 @@ fn decoder(format: Format) -> Option<Part> {
         Format::Q5_0 => file!("matmul_q5_0.cu"),
         Format::Q5_1 => file!("matmul_q5_1.cu"),
         Format::Q8_0 => file!("matmul_q8_0.cu"),
-        Format::Q2_K | Format::Q3_K | Format::Q4_K | Format::Q5_K | Format::Q6_K => return None,
+        Format::Q2_K => file!("matmul_q2_k.cu"),
+        Format::Q3_K => file!("matmul_q3_k.cu"),
+        Format::Q4_K => file!("matmul_q4_k.cu"),
+        Format::Q5_K => file!("matmul_q5_k.cu"),
+        Format::Q6_K => file!("matmul_q6_k.cu"),
     })
 }
 

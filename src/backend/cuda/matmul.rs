@@ -16,6 +16,7 @@ use super::kernels::{Module, entry};
 use super::planes::{Planes, Q8_BLOCK, quantize_x};
 use crate::backend::{Tensor, Weight, check};
 use crate::error::Result;
+use crate::quant::Format;
 
 /// Largest m served by the GEMV kernels.
 pub(super) const VEC_MAX_M: usize = 8;
@@ -148,8 +149,9 @@ fn gemv(cuda: &Cuda, x: &Tensor<Cuda>, parts: &mut [Part], (xq, xds): (u64, u64)
     let (m, k) = (x.rows, x.cols);
     let format = parts[0].0.format;
     let (entry, per_launch) = gemv_entry(m);
-    // Lanes per output row: the largest power of two ≤ the lane work items (blocks or values), ≤ 32.
-    let items = k / format.block_len();
+    // Lanes per output row: the largest power of two ≤ the lane work items (32-value blocks, a
+    // k-quant's super-block being 8 of them, or values), ≤ 32.
+    let items = k / format.block_len().min(Q8_BLOCK);
     let group = (1u32 << (usize::BITS - 1 - items.max(1).leading_zeros())).min(32);
     let rows_per_block = (VEC_THREADS / 32) * (32 / group);
     let n: [u32; 3] = std::array::from_fn(|i| parts.get(i).map_or(0, |(w, _)| w.rows as u32));
@@ -170,12 +172,12 @@ fn gemv(cuda: &Cuda, x: &Tensor<Cuda>, parts: &mut [Part], (xq, xds): (u64, u64)
     for n_i in &n {
         match rest.next() {
             Some((w, dst)) => {
-                let [qs, qh, dm] = w.storage.qs_qh_dm(format);
+                let [qs, qh, dm] = w.storage.qs_qh_dm();
                 l.arg(qs).arg(qh).arg(dm).arg(&mut dst.buf.dev)
             }
             // An unused part: n = 0, so no block reads these pointers.
             None => {
-                let [qs, qh, dm] = first.storage.qs_qh_dm(format);
+                let [qs, qh, dm] = first.storage.qs_qh_dm();
                 l.arg(qs).arg(qh).arg(dm).arg(qs)
             }
         };
@@ -183,7 +185,8 @@ fn gemv(cuda: &Cuda, x: &Tensor<Cuda>, parts: &mut [Part], (xq, xds): (u64, u64)
     }
     l.arg(&xq).arg(&xds).arg(&m32).arg(&k32).arg(&group);
     // SAFETY: arguments match matmul_vec_mM in cuda/matmul.cu; each used part's weight arrays hold
-    // n_i · k values or k / 32 blocks per row (qs 16-byte aligned) and its dst m · n_i floats
+    // n_i · k values or k / 32 blocks per row (k-quants: and k / 256 scale records; each array
+    // aligned for its widest load, repack.rs) and its dst m · n_i floats
     // (checked by `check`); xq, xds point at x (m · k floats) or at planes of x held by the caller
     // until the launch is queued.
     unsafe { l.launch(cfg) }.map_err(driver)?;
@@ -194,17 +197,19 @@ fn gemv(cuda: &Cuda, x: &Tensor<Cuda>, parts: &mut [Part], (xq, xds): (u64, u64)
 fn matmul_mma(cuda: &Cuda, x: &Tensor<Cuda>, w: &Weight<Cuda>, dst: &mut Tensor<Cuda>) -> Result<()> {
     let (m, n, k) = (x.rows as u32, w.rows as u32, w.cols as u32);
     let module = Module::Matmul(w.format);
-    // Scratch: xh f16 [m][k], then xsum f32 [m][k/32] 16-byte aligned.
+    // Scratch: xh f16 [m][k], then xsum f32 [m][k/32] 16-byte aligned (Q2_K: a sum per 16 values,
+    // its mins being per 16; matmul_q2_k.cu's XSUM_HALVES).
     let total = x.len() as u64;
     let xsum_at = (x.len() * 2).next_multiple_of(16);
-    let mut guard = cuda.scratch(&cuda.q8_scratch, xsum_at + x.len() / Q8_BLOCK * 4)?;
+    let sum_span = if w.format == Format::Q2_K { 16 } else { Q8_BLOCK };
+    let mut guard = cuda.scratch(&cuda.q8_scratch, xsum_at + x.len() / sum_span * 4)?;
     let scratch = guard.as_mut().expect("scratch allocated");
     let (mut xh, mut xsum) = scratch.split_at_mut(xsum_at);
     let prep = cuda.function(module, entry::MATMUL_MMA_PREP)?;
     let mut l = cuda.stream.launch_builder(&prep);
     l.arg(&x.buf.dev).arg(&mut xh).arg(&mut xsum).arg(&total);
     // SAFETY: arguments match matmul_mma_prep in cuda/matmul_mma.cu; x holds total floats, xh
-    // total halves, xsum total / 32 floats (k is a multiple of 32 for quantized formats).
+    // total halves, xsum total / sum_span floats (k is a multiple of 32 for quantized formats).
     unsafe { l.launch(grid_1d(total, 256)?) }.map_err(driver)?;
     let f = cuda.function(module, entry::MATMUL_MMA)?;
     let cfg = LaunchConfig {
@@ -212,13 +217,13 @@ fn matmul_mma(cuda: &Cuda, x: &Tensor<Cuda>, w: &Weight<Cuda>, dst: &mut Tensor<
         block_dim: (256, 1, 1),
         shared_mem_bytes: 0,
     };
-    let [qs, qh, dm] = w.storage.qs_qh_dm(w.format);
+    let [qs, qh, dm] = w.storage.qs_qh_dm();
     let mut l = cuda.stream.launch_builder(&f);
     l.arg(qs).arg(qh).arg(dm).arg(&mut xh).arg(&mut xsum).arg(&mut dst.buf.dev);
     l.arg(&m).arg(&n).arg(&k);
     // SAFETY: arguments match matmul_mma in cuda/matmul_mma.cu; the weight arrays hold n · k / 32
-    // blocks (dm padded by 16 bytes for the paired-word reads), xh m · k halves and xsum m · k / 32
-    // floats as written above (16-byte aligned), dst m · n floats.
+    // blocks (dm padded by 16 bytes for the paired-word reads; k-quants: n · k / 256 scale records),
+    // xh m · k halves and xsum m · k / sum_span floats as written above (16-byte aligned), dst m · n floats.
     unsafe { l.launch(cfg) }.map_err(driver)?;
     Ok(())
 }
@@ -229,7 +234,7 @@ fn matmul_tile(cuda: &Cuda, x: &Tensor<Cuda>, w: &Weight<Cuda>, dst: &mut Tensor
     let f = cuda.function(Module::Matmul(w.format), entry::MATMUL_TILE)?;
     let cfg =
         LaunchConfig { grid_dim: (n.div_ceil(64), m.div_ceil(64), 1), block_dim: (256, 1, 1), shared_mem_bytes: 0 };
-    let [qs, qh, dm] = w.storage.qs_qh_dm(w.format);
+    let [qs, qh, dm] = w.storage.qs_qh_dm();
     let mut l = cuda.stream.launch_builder(&f);
     l.arg(qs).arg(qh).arg(dm).arg(&x.buf.dev).arg(&mut dst.buf.dev).arg(&m).arg(&n).arg(&k);
     // SAFETY: arguments match matmul_tile in cuda/matmul.cu; weight n · k values, x m · k floats, dst m · n.

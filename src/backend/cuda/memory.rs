@@ -6,10 +6,11 @@ use cudarc::driver::CudaSlice;
 use super::context::Cuda;
 use super::driver::driver;
 use super::kernels;
+use super::repack;
 use crate::backend::host_mirror::HostMirror;
 use crate::backend::{DType, HostBytes, Tensor, Weight, check};
 use crate::error::{Error, Result};
-use crate::quant::Format;
+use crate::quant::{BlockField, Format};
 
 /// One tensor's device memory, and what the host knows of its u32 values (`HostMirror`).
 pub struct CudaBuffer {
@@ -23,30 +24,29 @@ impl check::HostIndices for CudaBuffer {
     }
 }
 
-/// A weight on the device: one array per field of its format's blocks (`Format::fields`, in that
-/// order: quants, fifth bits, scales; a k-quant's several scale fields each get theirs), so each
-/// is aligned for the kernels' wide loads. Float formats are one array, the values.
+/// A weight on the device: one named array per field of its format's blocks (`Format::fields`, in
+/// that order: quants, fifth bits, scales), so each is aligned for the kernels' wide loads. Float
+/// formats are one array, the values. k-quants are rearranged into 32-value blocks first
+/// (`repack.rs`): `qs`, `qh` (if the format has high bits) and `dm` (each super-block's scales).
 pub struct CudaWeight {
-    pub fields: Vec<CudaSlice<u8>>,
+    pub fields: Vec<(&'static str, CudaSlice<u8>)>,
     /// Passed where a kernel takes a field the format lacks (no thread reads it).
     empty: CudaSlice<u8>,
 }
 
 impl CudaWeight {
-    /// The array of field `name` (the empty one if the format has no such field).
-    pub fn field(&self, format: Format, name: &str) -> &CudaSlice<u8> {
-        match format.fields().iter().position(|f| f.name == name) {
-            Some(i) => &self.fields[i],
-            None => &self.empty,
-        }
+    /// The array named `name` (the empty one if the weight has no such array).
+    pub fn field(&self, name: &str) -> &CudaSlice<u8> {
+        self.fields.iter().find(|(n, _)| *n == name).map_or(&self.empty, |(_, a)| a)
     }
 
-    /// (quants, fifth bits, scales) as the legacy-format kernels take them: `qs` (or the values of
-    /// a float format), `qh`, and `d` or `dm`.
-    pub fn qs_qh_dm(&self, format: Format) -> [&CudaSlice<u8>; 3] {
-        let scales = if format.field("dm").is_some() { "dm" } else { "d" };
-        let qs = if format.is_quantized() { "qs" } else { "value" };
-        [self.field(format, qs), self.field(format, "qh"), self.field(format, scales)]
+    /// (quants, high bits, scales) as the kernels take them: `qs` (or the values of a float
+    /// format), `qh`, and `d` or `dm`.
+    pub fn qs_qh_dm(&self) -> [&CudaSlice<u8>; 3] {
+        let has = |name: &str| self.fields.iter().any(|(n, _)| *n == name);
+        let qs = if has("value") { "value" } else { "qs" };
+        let scales = if has("d") { "d" } else { "dm" };
+        [self.field(qs), self.field("qh"), self.field(scales)]
     }
 }
 
@@ -87,7 +87,7 @@ pub fn sync(cuda: &Cuda) -> Result<()> {
     cuda.stream.synchronize().map_err(driver)
 }
 
-/// Splits the blocks into one array per field (`Format::fields`).
+/// Splits the blocks into one array per field (`Format::fields`); k-quants as `repack.rs` lays them out.
 pub fn upload_weight(cuda: &Cuda, format: Format, rows: usize, cols: usize, bytes: HostBytes) -> Result<Weight<Cuda>> {
     let src = bytes.bytes();
     check::upload_weight(format, rows, cols, src.len())?;
@@ -95,19 +95,27 @@ pub fn upload_weight(cuda: &Cuda, format: Format, rows: usize, cols: usize, byte
         return Err(Error::Unsupported {
             op: "upload_weight",
             backend: "cuda",
-            detail: format!("{} weights (its kernels are not written yet; the cpu backend runs them)", format.name()),
+            detail: format!("{} weights (no kernels for them yet; the cpu backend runs them)", format.name()),
         });
     }
-    let block = format.block_bytes();
-    let fields = format
-        .fields()
-        .iter()
-        .map(|f| {
-            let mut out = Vec::with_capacity(src.len() / block * f.len() + 16);
-            src.chunks_exact(block).for_each(|b| out.extend_from_slice(&b[f.start..f.end]));
+    let arrays: Vec<(&'static str, Vec<u8>)> = if format.is_kquant() {
+        let r = repack::repack(format, src);
+        let mut arrays = vec![("qs", r.qs), ("dm", r.dm)];
+        if !r.qh.is_empty() {
+            arrays.push(("qh", r.qh));
+        }
+        arrays
+    } else {
+        let block = format.block_bytes();
+        let field = |f: &BlockField| src.chunks_exact(block).flat_map(|b| &b[f.start..f.end]).copied().collect();
+        format.fields().iter().map(|f| (f.name, field(f))).collect()
+    };
+    let fields = arrays
+        .into_iter()
+        .map(|(name, mut bytes)| {
             // matmul_mma reads f16 scales as aligned pairs: the last block's may reach past the end.
-            out.extend_from_slice(&[0; 16]);
-            cuda.upload_bytes(&out)
+            bytes.extend_from_slice(&[0; 16]);
+            Ok((name, cuda.upload_bytes(&bytes)?))
         })
         .collect::<Result<Vec<_>>>()?;
     let storage = CudaWeight { fields, empty: cuda.alloc_bytes(0)? };

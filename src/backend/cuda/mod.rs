@@ -13,6 +13,7 @@ mod memory;
 mod norm;
 mod planes;
 mod profile;
+mod repack;
 mod rope;
 mod sampling;
 

@@ -29,7 +29,8 @@ const MAX_BINDINGS: usize = 8;
 const WAIT_LIMIT: std::time::Duration = std::time::Duration::from_secs(120);
 
 /// Which optional device features to leave unused (`ULTRA_WGPU_DISABLE=subgroups,f16`), and
-/// whether to keep the batch-invariance promise (`ULTRA_WGPU_BATCH_INVARIANT=1`).
+/// whether to keep the batch-invariance promise (`ULTRA_WGPU_BATCH_INVARIANT=1`), and the largest
+/// part a weight is uploaded in (`ULTRA_WGPU_WEIGHT_PART=<bytes>`).
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
 pub struct Options {
     pub disable_subgroups: bool,
@@ -37,21 +38,27 @@ pub struct Options {
     /// Run every matmul through the GEMV kernels, whose per-row order does not depend on m, so a
     /// row's result is bit-identical whatever the batch (prefill is several times slower).
     pub batch_invariant: bool,
+    /// Bytes of the largest buffer one part of a weight may take (never more than the adapter's
+    /// binding and buffer limits; None: those limits). A weight larger than that is uploaded as
+    /// row ranges, one buffer each (`GpuWeight::parts`); tests set it small to exercise the split.
+    pub weight_part_bytes: Option<u64>,
 }
 
 impl Options {
-    /// Options from `ULTRA_WGPU_DISABLE` (a comma-separated list of `subgroups`, `f16`) and
-    /// `ULTRA_WGPU_BATCH_INVARIANT` (`1` to keep batch invariance).
+    /// Options from `ULTRA_WGPU_DISABLE` (a comma-separated list of `subgroups`, `f16`),
+    /// `ULTRA_WGPU_BATCH_INVARIANT` (`1` to keep batch invariance) and `ULTRA_WGPU_WEIGHT_PART`
+    /// (bytes).
     pub fn from_env() -> Options {
         let list = std::env::var("ULTRA_WGPU_DISABLE").unwrap_or_default();
         let has = |w: &str| list.split(',').any(|x| x.trim().eq_ignore_ascii_case(w));
         let batch_invariant = std::env::var("ULTRA_WGPU_BATCH_INVARIANT").as_deref() == Ok("1");
-        Options { disable_subgroups: has("subgroups"), disable_f16: has("f16"), batch_invariant }
+        let weight_part_bytes = std::env::var("ULTRA_WGPU_WEIGHT_PART").ok().and_then(|v| v.trim().parse().ok());
+        Options { disable_subgroups: has("subgroups"), disable_f16: has("f16"), batch_invariant, weight_part_bytes }
     }
 
     /// Every optional feature off: the fallback kernels.
     pub fn fallbacks() -> Options {
-        Options { disable_subgroups: true, disable_f16: true, batch_invariant: false }
+        Options { disable_subgroups: true, disable_f16: true, ..Options::default() }
     }
 
     /// These options with batch invariance kept.
@@ -114,6 +121,8 @@ pub struct Context {
     pub(crate) f16: bool,
     /// Options::batch_invariant: matmul never takes the tiled path.
     pub(crate) batch_invariant: bool,
+    /// Bytes of the largest weight part (`Options::weight_part_bytes` within the adapter's limits).
+    pub(crate) weight_part_bytes: u64,
     arena: wgpu::Buffer,
     arena_stride: u64,
     pipelines: Mutex<HashMap<Variant, Arc<Compiled>>>,
@@ -200,6 +209,11 @@ impl Context {
             info,
             f16: features.contains(wgpu::Features::SHADER_F16),
             batch_invariant: options.batch_invariant,
+            weight_part_bytes: options
+                .weight_part_bytes
+                .unwrap_or(u64::MAX)
+                .min(limits.max_buffer_size)
+                .min(limits.max_storage_buffer_binding_size),
             limits,
             subgroup_size,
             arena,

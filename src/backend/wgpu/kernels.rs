@@ -1,6 +1,7 @@
 //! Every wgpu kernel: its stem (the file `shaders/<stem>.wgsl` and its entry point), its bindings,
 //! and how its source is assembled. Weight-reading kernels join a per-format block decoder
-//! (`decode_<format>.wgsl`) to their body; matmul joins the reduction it was built with,
+//! (`decode_<format>.wgsl`, matmul_vec `decode32_<format>.wgsl`; for the k-quants after their bit
+//! helpers, `kquant.wgsl`) to their body; matmul joins the reduction it was built with,
 //! matmul_tiled the K step of its arithmetic (`tile32_f32.wgsl` or `tile32_f16.wgsl`); the
 //! attention kernels join the chunk routine and the softmax fold they share (`attention_chunk`,
 //! `attention_fold`), which is what keeps split-K and tiled attention bit-identical.
@@ -106,6 +107,7 @@ impl Variant {
             // Variants are made by `all()` and the matmul planner, only for quantized formats.
             let decode = self.format.and_then(decoder32).unwrap_or("");
             src += shader!("dot32_f32");
+            src += kquant_helpers(self.format);
             return src + decode + self.kernel.body();
         }
         if self.kernel == Kernel::MatmulTiled {
@@ -114,7 +116,8 @@ impl Variant {
         }
         if let Some(format) = self.format {
             src += shader!("common");
-            src += decoder(format).unwrap_or("");
+            src += kquant_helpers(Some(format));
+            src += decoder(format);
         }
         if matches!(self.kernel, Kernel::Rope | Kernel::RmsNormRope) {
             src += shader!("rope_common");
@@ -134,7 +137,7 @@ impl Variant {
         for &kernel in Kernel::ALL {
             match kernel {
                 Kernel::Matmul => {
-                    for format in Format::ALL.into_iter().filter(|&f| has_kernels(f)) {
+                    for format in Format::ALL {
                         for (subgroups, tpr, mb) in [(false, 32, 1), (false, 32, 8), (true, 32, 1), (true, 8, 8)] {
                             out.push(Variant { kernel, format: Some(format), subgroups, tpr, mb, f16: false });
                         }
@@ -150,7 +153,7 @@ impl Variant {
                     }
                 }
                 Kernel::MatmulTiled => {
-                    for format in Format::ALL.into_iter().filter(|&f| has_kernels(f)) {
+                    for format in Format::ALL {
                         for mb in TILED_SIDES {
                             for f16 in [false, true].into_iter().filter(|&h| !h || format.is_quantized()) {
                                 out.push(Variant { kernel, format: Some(format), mb, f16, ..Variant::plain(kernel) });
@@ -158,12 +161,9 @@ impl Variant {
                         }
                     }
                 }
-                Kernel::Embed => out.extend(
-                    Format::ALL
-                        .into_iter()
-                        .filter(|&f| has_kernels(f))
-                        .map(|f| Variant { format: Some(f), ..Variant::plain(kernel) }),
-                ),
+                Kernel::Embed => {
+                    out.extend(Format::ALL.into_iter().map(|f| Variant { format: Some(f), ..Variant::plain(kernel) }))
+                }
                 _ => out.push(Variant::plain(kernel)),
             }
         }
@@ -178,7 +178,7 @@ pub const VEC_WG: u32 = 128;
 pub const TILED_SIDES: [u32; 2] = [64, 128];
 
 /// The whole-block decoder of a quantized format, for matmul_vec (float formats have none: their
-/// GEMV is `matmul`).
+/// GEMV is `matmul`). A k-quant's is one 32-value block of its 256-value super-block.
 fn decoder32(format: Format) -> Option<&'static str> {
     match format {
         Format::Q4_0 => Some(shader!("decode32_q4_0")),
@@ -186,15 +186,18 @@ fn decoder32(format: Format) -> Option<&'static str> {
         Format::Q5_0 => Some(shader!("decode32_q5_0")),
         Format::Q5_1 => Some(shader!("decode32_q5_1")),
         Format::Q8_0 => Some(shader!("decode32_q8_0")),
+        Format::Q2_K => Some(shader!("decode32_q2_k")),
+        Format::Q3_K => Some(shader!("decode32_q3_k")),
+        Format::Q4_K => Some(shader!("decode32_q4_k")),
+        Format::Q5_K => Some(shader!("decode32_q5_k")),
+        Format::Q6_K => Some(shader!("decode32_q6_k")),
         Format::F32 | Format::F16 | Format::BF16 => None,
-        Format::Q2_K | Format::Q3_K | Format::Q4_K | Format::Q5_K | Format::Q6_K => None,
     }
 }
 
-/// The element decoder of a weight format. The k-quants have none yet: `upload_weight` refuses
-/// their weights, so no variant asks for one.
-fn decoder(format: Format) -> Option<&'static str> {
-    Some(match format {
+/// The element decoder of a weight format (values 8g .. 8g+7 of a row).
+fn decoder(format: Format) -> &'static str {
+    match format {
         Format::F32 => shader!("decode_f32"),
         Format::F16 => shader!("decode_f16"),
         Format::BF16 => shader!("decode_bf16"),
@@ -203,11 +206,15 @@ fn decoder(format: Format) -> Option<&'static str> {
         Format::Q5_0 => shader!("decode_q5_0"),
         Format::Q5_1 => shader!("decode_q5_1"),
         Format::Q8_0 => shader!("decode_q8_0"),
-        Format::Q2_K | Format::Q3_K | Format::Q4_K | Format::Q5_K | Format::Q6_K => return None,
-    })
+        Format::Q2_K => shader!("decode_q2_k"),
+        Format::Q3_K => shader!("decode_q3_k"),
+        Format::Q4_K => shader!("decode_q4_k"),
+        Format::Q5_K => shader!("decode_q5_k"),
+        Format::Q6_K => shader!("decode_q6_k"),
+    }
 }
 
-/// Whether this backend has kernels for weights of `format`.
-pub fn has_kernels(format: Format) -> bool {
-    decoder(format).is_some()
+/// The bit helpers both decoders of a k-quant share (`kquant.wgsl`); nothing for other formats.
+fn kquant_helpers(format: Option<Format>) -> &'static str {
+    if format.is_some_and(Format::is_kquant) { shader!("kquant") } else { "" }
 }

@@ -22,9 +22,14 @@
 //! wgpu is not batch-invariant. `Options::batch_invariant` (`ULTRA_WGPU_BATCH_INVARIANT=1`) keeps
 //! the GEMV kernels for every m: bit-identical rows whatever the batch (the trait's promise), at
 //! the GEMV's prefill speed. The f16 choice depends on the device only, never on m.
+//!
+//! A weight uploaded in parts (`GpuWeight::parts`: larger than one binding) runs one dispatch per
+//! part, each writing its columns row0 .. row0 + rows of dst (params: the column offset and dst's
+//! row stride); every output is summed as in the one-part path, so the bits do not change.
 
 use super::Wgpu;
 use super::kernels::{Kernel, TILED_SIDES, VEC_WG, Variant};
+use super::memory::WeightPart;
 use crate::backend::{Tensor, Weight, check};
 use crate::error::Result;
 use crate::quant::Format;
@@ -47,12 +52,20 @@ const TILED_BM: usize = 64;
 const TILED_KS: u32 = 64;
 
 pub fn matmul(be: &Wgpu, x: &Tensor<Wgpu>, w: &Weight<Wgpu>, dst: &mut Tensor<Wgpu>) -> Result<()> {
-    let (m, n) = (x.rows, w.rows);
     check::matmul(x, w, dst)?;
-    let info = w.storage.info;
-    let params = [info[0], info[1], info[2], info[3], m as u32, n as u32];
-    let bufs = [&w.storage.buf, &x.buf, &dst.buf];
-    if let Some(v) = tiled(be, w.format, m, n) {
+    for part in &w.storage.parts {
+        matmul_part(be, x, w, part, dst)?;
+    }
+    Ok(())
+}
+
+/// dst[:, row0 .. row0 + rows] for one part of w (dst's rows are w.rows wide); each output's sum
+/// is the one-part path's.
+fn matmul_part(be: &Wgpu, x: &Tensor<Wgpu>, w: &Weight<Wgpu>, part: &WeightPart, dst: &Tensor<Wgpu>) -> Result<()> {
+    let (m, n, format) = (x.rows, part.rows, w.format);
+    let params = [&part.info[..], &[m as u32, n as u32, part.row0 as u32, w.rows as u32]].concat();
+    let bufs = [&part.buf, &x.buf, &dst.buf];
+    if let Some(v) = tiled(be, format, m, n) {
         let groups = [n.div_ceil(v.mb as usize) as u32, m.div_ceil(TILED_BM) as u32, 1];
         return be.ctx.dispatch(v, &bufs, &params, groups);
     }
@@ -61,16 +74,16 @@ pub fn matmul(be: &Wgpu, x: &Tensor<Wgpu>, w: &Weight<Wgpu>, dst: &mut Tensor<Wg
         None => (false, SHARED_TPR),
     };
     let mb = if m == 1 { 1 } else { MB_BATCH };
-    if w.format.is_quantized() {
+    if format.is_quantized() {
         // Whole blocks per lane, four weight rows per team of tpr lanes.
         // f32 products even with SHADER_F16: no slower (decode reads each weight once, so bandwidth,
         // not arithmetic, bounds it) and as exact as the CPU's (see the module doc).
-        let v = Variant { kernel: Kernel::MatmulVec, format: Some(w.format), subgroups, tpr, mb, f16: false };
+        let v = Variant { kernel: Kernel::MatmulVec, format: Some(format), subgroups, tpr, mb, f16: false };
         let rows_per_group = (VEC_WG / tpr * 4) as usize;
         let groups = [n.div_ceil(rows_per_group) as u32, m.div_ceil(mb as usize) as u32, 1];
         return be.ctx.dispatch(v, &bufs, &params, groups);
     }
-    let v = Variant { kernel: Kernel::Matmul, format: Some(w.format), subgroups, tpr, mb, f16: false };
+    let v = Variant { kernel: Kernel::Matmul, format: Some(format), subgroups, tpr, mb, f16: false };
     let rows_per_group = 256 / tpr as usize;
     let groups = [n.div_ceil(rows_per_group) as u32, m.div_ceil(mb as usize) as u32, 1];
     be.ctx.dispatch(v, &bufs, &params, groups)

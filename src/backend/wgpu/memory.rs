@@ -1,24 +1,33 @@
 //! Memory: tensors, host transfers (the only ones: write_*, read_*), and weight upload with the
-//! repacking of 18–34-byte ggml blocks into word-aligned sections the kernels read as u32.
+//! repacking of ggml blocks into word-aligned sections the kernels read as u32 (`repack.rs`).
 
 use std::sync::atomic::Ordering;
 
 use super::Wgpu;
 use super::context::GpuBuffer;
-use super::kernels;
+use super::repack::repack;
 use crate::backend::host_mirror::HostMirror;
 use crate::backend::{DType, HostBytes, Tensor, Weight, check};
 use crate::error::{Error, Result};
 use crate::quant::Format;
 
-/// A weight on the device: its words and where each section starts (see `repack`).
+/// A weight on the device: one part, or several when it is larger than one buffer may be
+/// (`Context::weight_part_bytes`, the adapter's binding limit by default). Kernels run once per part.
 pub struct GpuWeight {
+    pub parts: Vec<WeightPart>,
+}
+
+/// Rows `row0 .. row0 + rows` of a weight, repacked on their own (see `repack`).
+pub struct WeightPart {
+    pub row0: usize,
+    pub rows: usize,
     pub(crate) buf: GpuBuffer,
-    /// [k, blocks per row, word offset of qh, word offset of scales] — every legacy weight
-    /// kernel's `WeightInfo` (shaders/common.wgsl).
-    pub(crate) info: [u32; 4],
-    /// Word offset of each field's section (`Format::fields` order): what kernels of formats with
-    /// more fields (k-quants: several scale arrays per super-block) read their sections by.
+    /// [k, 32-value blocks per row, word offset of qh (Q3_K: hmask), of d (or dm), of the
+    /// k-quants' packed sub-block scales, 0, 0, 0] — every weight kernel's `WeightInfo`
+    /// (shaders/common.wgsl).
+    pub(crate) info: [u32; 8],
+    /// Word offset of each field's section (`Format::fields` order; `info` holds those the
+    /// kernels read).
     pub fields: Vec<u32>,
 }
 
@@ -90,43 +99,44 @@ pub fn sync(be: &Wgpu) -> Result<()> {
 
 pub fn upload_weight(be: &Wgpu, format: Format, rows: usize, cols: usize, bytes: HostBytes) -> Result<Weight<Wgpu>> {
     let src = bytes.bytes();
-    check::upload_weight(format, rows, cols, src.len())?;
-    if !kernels::has_kernels(format) {
+    let row_bytes = check::upload_weight(format, rows, cols, src.len())?;
+    let per_part = part_rows(be.ctx.weight_part_bytes, format, row_bytes, rows)?;
+    let parts = (0..rows.div_ceil(per_part).max(1))
+        .map(|i| {
+            let (row0, n) = (i * per_part, per_part.min(rows - i * per_part));
+            upload_part(be, format, cols, row0, n, &src[row0 * row_bytes..(row0 + n) * row_bytes])
+        })
+        .collect::<Result<Vec<_>>>()?;
+    Ok(Weight { storage: GpuWeight { parts }, format, rows, cols })
+}
+
+/// Rows per part: as even as the fewest parts of at most `limit` bytes (repacked) allow.
+fn part_rows(limit: u64, format: Format, row_bytes: usize, rows: usize) -> Result<usize> {
+    // Repacking pads each section to a word and the whole to a vec4.
+    let slack = 4 * format.fields().len() as u64 + 16;
+    let fit = (limit.saturating_sub(slack) / row_bytes.max(1) as u64) as usize;
+    if fit == 0 {
         return Err(Error::Unsupported {
             op: "upload_weight",
             backend: "wgpu",
-            detail: format!("{} weights (its kernels are not written yet; the cpu backend runs them)", format.name()),
+            detail: format!("one {} row of {row_bytes} bytes exceeds this adapter's buffer limits", format.name()),
         });
     }
+    let parts = rows.div_ceil(fit).max(1);
+    Ok(rows.div_ceil(parts).max(1))
+}
+
+fn upload_part(be: &Wgpu, format: Format, cols: usize, row0: usize, rows: usize, src: &[u8]) -> Result<WeightPart> {
     let (words, fields) = repack(format, src);
-    let blocks = if format.is_quantized() { cols / format.block_len() } else { cols };
+    // Kernels address quantized rows in blocks of 32 values (a k-quant super-block is 8 of them).
+    let blocks = if format.is_quantized() { cols / 32 } else { cols };
     let buf = be.ctx.buffer((words.len() * 4) as u64, "weight")?;
     be.ctx.queue.write_buffer(&buf.buf, 0, bytemuck::cast_slice(&words));
     let at = |name: &str| format.fields().iter().position(|f| f.name == name).map(|i| fields[i]);
-    // The legacy kernels' WeightInfo: Q5's fifth bits, then the scales (d, or d and m).
-    let scales = at("dm").or(at("d")).unwrap_or(0);
-    let info = [cols as u32, blocks as u32, at("qh").unwrap_or(scales), scales];
-    Ok(Weight { storage: GpuWeight { buf, info, fields }, format, rows, cols })
-}
-
-/// The kernels' layout of a weight: one word-aligned section per field of the format's blocks
-/// (`Format::fields`), each the field's bytes of every block back to back: for the legacy formats
-/// `qs` (16 or 32 quant bytes a block) | `qh` (Q5's fifth bits, a word a block) | scales (`d` of
-/// two blocks per word, or `(d, m)` of one block per word); float formats are one section, their
-/// values. The sizes add up to the GGUF bytes (up to padding). Returns the words and the word
-/// offset of each section.
-fn repack(format: Format, src: &[u8]) -> (Vec<u32>, Vec<u32>) {
-    let mut bytes: Vec<u8> = Vec::with_capacity(src.len() + 16 * format.fields().len());
-    let mut offsets = Vec::with_capacity(format.fields().len());
-    for f in format.fields() {
-        offsets.push((bytes.len() / 4) as u32);
-        src.chunks_exact(format.block_bytes()).for_each(|b| bytes.extend_from_slice(&b[f.start..f.end]));
-        bytes.resize(bytes.len().next_multiple_of(4), 0);
-    }
-    // Whole vec4s: matmul_vec binds the buffer as array<vec4<u32>>.
-    bytes.resize(bytes.len().next_multiple_of(16), 0);
-    let words = bytes.chunks_exact(4).map(|b| u32::from_le_bytes([b[0], b[1], b[2], b[3]])).collect();
-    (words, offsets)
+    let d = at("dm").or(at("d")).unwrap_or(0);
+    let qh = at("qh").or(at("hmask")).unwrap_or(d);
+    let info = [cols as u32, blocks as u32, qh, d, at("scales").unwrap_or(0), 0, 0, 0];
+    Ok(WeightPart { row0, rows, buf, info, fields })
 }
 
 /// Host↔device transfers so far (write_* and read_* calls; weight uploads not counted).

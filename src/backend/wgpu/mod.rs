@@ -11,13 +11,14 @@ mod matmul;
 mod memory;
 mod norm;
 mod profile;
+mod repack;
 mod rope;
 mod sampling;
 #[cfg(target_arch = "wasm32")]
 mod web;
 
 pub use context::{GpuBuffer, Options};
-pub use memory::GpuWeight;
+pub use memory::{GpuWeight, WeightPart};
 
 use crate::backend::{AttnBatch, AttnShape, Backend, DType, HostBytes, KvLayer, Rope, StepMode, Tensor, Weight};
 use crate::error::Result;
@@ -100,6 +101,7 @@ impl Wgpu {
             ),
             format!("max buffer: {} MiB", l.max_buffer_size >> 20),
             format!("max storage binding: {} MiB", l.max_storage_buffer_binding_size >> 20),
+            format!("weight parts: up to {} MiB (larger weights split by rows)", self.ctx.weight_part_bytes >> 20),
             format!(
                 "max workgroup size: {} (invocations {})",
                 l.max_compute_workgroup_size_x, l.max_compute_invocations_per_workgroup

@@ -13,7 +13,8 @@ const SCALES: usize = 96;
 const D: usize = 108;
 
 /// Sub-block j's scale, signed (stored value minus 32).
-fn scale(scales: &[u8], j: usize) -> i32 {
+#[inline]
+pub(crate) fn scale(scales: &[u8], j: usize) -> i32 {
     let low = if j < 8 { scales[j] & 0xf } else { scales[j - 8] >> 4 };
     let high = (scales[8 + j % 4] >> (2 * (j / 4))) & 3;
     (low | (high << 4)) as i32 - 32

@@ -11,7 +11,8 @@ use super::{Q4_K_BLOCK_BYTES, QK_K, dequantize_blocks, f16_at, put_f16, quantize
 /// ggml's `get_scale_min_k4`: sub-block j's 6-bit scale and min. Pairs 0..4 sit in the low 6
 /// bits of bytes j and j+4; pairs 4..8 keep their low 4 bits in byte j+4 and their top 2 bits in
 /// the spare top bits of bytes j-4 (scale) and j (min).
-pub(super) fn scale_min(scales: &[u8], j: usize) -> (u8, u8) {
+#[inline]
+pub(crate) fn scale_min(scales: &[u8], j: usize) -> (u8, u8) {
     if j < 4 {
         (scales[j] & 63, scales[j + 4] & 63)
     } else {
