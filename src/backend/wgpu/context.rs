@@ -119,6 +119,9 @@ pub struct Context {
     /// Subgroup size when subgroup kernels are in use (fixed size, enabled, not disabled).
     pub(crate) subgroup_size: Option<u32>,
     pub(crate) f16: bool,
+    /// A CPU adapter (SwiftShader, lavapipe; a browser's fallback adapter): the quantized GEMV
+    /// runs one-lane teams (matmul.rs).
+    pub(crate) cpu_adapter: bool,
     /// Options::batch_invariant: matmul never takes the tiled path.
     pub(crate) batch_invariant: bool,
     /// Bytes of the largest weight part (`Options::weight_part_bytes` within the adapter's limits).
@@ -202,12 +205,14 @@ impl Context {
         });
         let subgroup_size = features.contains(wgpu::Features::SUBGROUP).then_some(info.subgroup_min_size);
         let profiler = profile.then(|| Profiler::new(&device, &queue));
+        let cpu_adapter = info.device_type == wgpu::DeviceType::Cpu;
         Ok(Context {
             profiler,
             device,
             queue,
             info,
             f16: features.contains(wgpu::Features::SHADER_F16),
+            cpu_adapter,
             batch_invariant: options.batch_invariant,
             weight_part_bytes: options
                 .weight_part_bytes

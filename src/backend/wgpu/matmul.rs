@@ -28,7 +28,7 @@
 //! row stride); every output is summed as in the one-part path, so the bits do not change.
 
 use super::Wgpu;
-use super::kernels::{Kernel, TILED_SIDES, VEC_WG, Variant};
+use super::kernels::{Kernel, TILED_SIDES, Variant, vec_wg};
 use super::memory::WeightPart;
 use crate::backend::{Tensor, Weight, check};
 use crate::error::Result;
@@ -70,6 +70,9 @@ fn matmul_part(be: &Wgpu, x: &Tensor<Wgpu>, w: &Weight<Wgpu>, part: &WeightPart,
         return be.ctx.dispatch(v, &bufs, &params, groups);
     }
     let (subgroups, tpr) = match be.ctx.subgroup_size {
+        // CPU adapters run a workgroup's lanes as SIMD on one thread, where every barrier of a
+        // shared-memory reduction costs a switch of all its lanes: teams of one lane need none.
+        _ if be.ctx.cpu_adapter && format.is_quantized() => (false, 1),
         Some(size) => (true, size),
         None => (false, SHARED_TPR),
     };
@@ -79,7 +82,7 @@ fn matmul_part(be: &Wgpu, x: &Tensor<Wgpu>, w: &Weight<Wgpu>, part: &WeightPart,
         // f32 products even with SHADER_F16: no slower (decode reads each weight once, so bandwidth,
         // not arithmetic, bounds it) and as exact as the CPU's (see the module doc).
         let v = Variant { kernel: Kernel::MatmulVec, format: Some(format), subgroups, tpr, mb, f16: false };
-        let rows_per_group = (VEC_WG / tpr * 4) as usize;
+        let rows_per_group = (vec_wg(tpr) / tpr * 4) as usize;
         let groups = [n.div_ceil(rows_per_group) as u32, m.div_ceil(mb as usize) as u32, 1];
         return be.ctx.dispatch(v, &bufs, &params, groups);
     }
