@@ -3,7 +3,8 @@
 # Installs what it needs when missing, and is quick when everything is there:
 #   apt: rustc-web cargo-web rust-web-src lld (Debian's newer rustc with the standard library's
 #        source: the rustup toolchain here has no wasm32 standard library, so std is built with
-#        -Zbuild-std); cargo install: wasm-bindgen-cli at Cargo.lock's wasm-bindgen version.
+#        -Zbuild-std); cargo install: wasm-bindgen-cli at Cargo.lock's wasm-bindgen version, into
+#        target/web-tools ($ULTRA_WEB_TOOLS).
 # The wasm build's target dir is $ULTRA_WEB_TARGET_DIR (default target/wasm), apart from the
 # native one: another compiler, another standard library.
 set -euo pipefail
@@ -18,12 +19,20 @@ if [ ${#missing[@]} -gt 0 ]; then
 fi
 
 bindgen_version=$(awk '/^name = "wasm-bindgen"$/ { getline; gsub(/version = |"/, ""); print; exit }' Cargo.lock)
-bindgen=$(command -v wasm-bindgen || true)
-if [ -z "$bindgen" ] || [ "$("$bindgen" --version)" != "wasm-bindgen $bindgen_version" ]; then
-  echo "web/build.sh: installing wasm-bindgen-cli $bindgen_version" >&2
+# wasm-bindgen at that version: one on PATH, else ours under target/ (kept with the build cache,
+# so it is built once). Only the `wasm-bindgen` binary, without default features: those are TLS
+# for the test runner's downloads (rustls and ring's C build), which the page's build never uses.
+tools="${ULTRA_WEB_TOOLS:-$PWD/target/web-tools}"
+bindgen=""
+for b in "$(command -v wasm-bindgen || true)" "$tools/bin/wasm-bindgen"; do
+  if [ -x "$b" ] && [ "$("$b" --version)" = "wasm-bindgen $bindgen_version" ]; then bindgen="$b"; break; fi
+done
+if [ -z "$bindgen" ]; then
+  echo "web/build.sh: installing wasm-bindgen-cli $bindgen_version into $tools" >&2
   # Not --locked: its lock pins a webpki-roots release this machine's index lacks.
-  cargo install --quiet --force wasm-bindgen-cli --version "=$bindgen_version"
-  bindgen="${CARGO_HOME:-$HOME/.cargo}/bin/wasm-bindgen"
+  cargo install --quiet --force --root "$tools" --no-default-features --bin wasm-bindgen \
+    wasm-bindgen-cli --version "=$bindgen_version"
+  bindgen="$tools/bin/wasm-bindgen"
 fi
 
 target_dir="${ULTRA_WEB_TARGET_DIR:-$PWD/target/wasm}"
