@@ -10,8 +10,10 @@
 //!   f16 products (`tile32_f16.wgsl`); float weights always run f32 (`tile32_f32.wgsl`).
 //! - smaller m: GEMV kernels. Quantized weights run `matmul_vec.wgsl` (whole blocks per lane, four
 //!   weight rows per subgroup team); float weights `matmul.wgsl` (8-value groups per lane). Decode
-//!   (m = 1) runs one row of x per workgroup, larger batches MB_BATCH rows per workgroup. Every
-//!   lane sums in the same order in both, so their results do not depend on m. The GEMVs compute
+//!   (m = 1) runs one row of x per workgroup, larger batches MB_BATCH rows per workgroup. On CPU
+//!   adapters (SwiftShader, lavapipe) quantized GEMVs take teams of one lane and no barrier
+//!   (benches/notes/wgpu.md, v10). Every lane sums in the same order in both, so their results
+//!   do not depend on m. The GEMVs compute
 //!   in f32 on every adapter: f16 products (an earlier version) bought no decode speed on the H200
 //!   and parted the greedy text from the CPU's on 3 of the 9 reference prompts
 //!   (benches/notes/wgpu.md, v7).
