@@ -22,7 +22,7 @@ fn beats(v: f32, i: u32, bv: f32, bi: u32) -> bool {
 @compute @workgroup_size(WG)
 fn argmax(@builtin(workgroup_id) wg: vec3<u32>, @builtin(local_invocation_index) lane: u32) {
     let start = wg.x * params.vocab;
-    var bv = -3.4028235e38;
+    var bv = -0x1.fffffep+127f;
     var bi = 0xffffffffu;
     for (var j = lane; j < params.vocab; j += WG) {
         let v = x[start + j];

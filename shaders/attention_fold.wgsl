@@ -6,7 +6,7 @@
 
 // Key positions per chunk, the unit of the fold. Fixed, so a token's result never depends on the batch.
 const CHUNK: u32 = 32u;
-const NEG: f32 = -3.4028235e38;
+const NEG: f32 = -0x1.fffffep+127f;
 
 struct Run { m: f32, l: f32, o: vec4<f32> }
 

@@ -3,7 +3,8 @@
 //             dst: [m, ldd] f32, columns col0 .. col0 + n (w: n rows, one part of the weight); k is a multiple of
 //             32 (whole blocks)
 // Launch      grid (ceil(n / (4·TEAMS)), ceil(m / MB)); WG threads = TEAMS teams of TPR lanes; a team owns
-//             weight rows 4j..4j+3 and lane t the blocks b ≡ t (mod TPR) of those rows, for MB rows of x
+//             weight rows 4j..4j+3 and lane t the blocks b ≡ t (mod TPR) of those rows, for MB rows of x;
+//             TPR = 1 (CPU adapters) takes the x rows one after another, all blocks each (block_step)
 // Numerics    per (row, x-row, block): acc = block_fma(d, v, x, acc) (dot32_f32.wgsl, f32 on every adapter)
 //             [+ fma(m, Σx, acc)] over the lane's blocks, then row_sum4 over the team: the same
 //             order for every m and MB (bit-identical batches)
@@ -71,12 +72,54 @@ fn sum16x2(b: Blk) -> vec2<f32> {
     return vec2<f32>((lo.x + lo.y) + (lo.z + lo.w), (hi.x + hi.y) + (hi.z + hi.w));
 }
 
+// One block of four weight rows against row i of x (the one-lane path: x rows outermost, so the
+// accumulator is one register, not a dynamically indexed array).
+fn block_step(rows: vec4<u32>, b: u32, i: u32, acc: vec4<f32>) -> vec4<f32> {
+    let w0 = raw(params.info, rows.x + b);
+    let w1 = raw(params.info, rows.y + b);
+    let w2 = raw(params.info, rows.z + b);
+    let w3 = raw(params.info, rows.w + b);
+    let d = vec4<f32>(w0.d, w1.d, w2.d, w3.d);
+    let m = vec4<f32>(w0.m, w1.m, w2.m, w3.m);
+    let xb = xblock(i, b);
+    if (HALVES) {
+        let d2 = vec4<f32>(w0.d2, w1.d2, w2.d2, w3.d2);
+        var a = block_fma2(d, d2, vals(w0), vals(w1), vals(w2), vals(w3), xb, acc);
+        if (HAS_MIN) {
+            let s = sum16x2(xb);
+            let m2 = vec4<f32>(w0.m2, w1.m2, w2.m2, w3.m2);
+            a = fma(m2, vec4<f32>(s.y), fma(m, vec4<f32>(s.x), a));
+        }
+        return a;
+    }
+    var a = block_fma(d, vals(w0), vals(w1), vals(w2), vals(w3), xb, acc);
+    if (HAS_MIN) {
+        a = fma(m, vec4<f32>(sum32(xb)), a);
+    }
+    return a;
+}
+
 @compute @workgroup_size(WG)
 fn matmul_vec(@builtin(workgroup_id) wg: vec3<u32>, @builtin(local_invocation_index) lane: u32) {
     let n = params.n;
     let row = (wg.x * TEAMS + lane / TPR) * 4u;
     let rows = min(vec4<u32>(row) + vec4<u32>(0u, 1u, 2u, 3u), vec4<u32>(n - 1u)) * params.info.blocks;
     let i0 = wg.y * MB;
+    if (TPR == 1u) {
+        for (var i = i0; i < min(i0 + MB, params.m); i++) {
+            var a = vec4<f32>(0.0);
+            for (var b = 0u; b < params.info.blocks; b++) {
+                a = block_step(rows, b, i, a);
+            }
+            let at = i * params.ldd + params.col0 + row;
+            for (var r = 0u; r < 4u; r++) {
+                if (row + r < n) {
+                    dst[at + r] = a[r];
+                }
+            }
+        }
+        return;
+    }
     var acc: array<vec4<f32>, MB>;
     for (var b = lane % TPR; b < params.info.blocks; b += TPR) {
         let w0 = raw(params.info, rows.x + b);

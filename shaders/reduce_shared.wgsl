@@ -6,6 +6,9 @@
 var<workgroup> red: array<f32, WG>;
 
 fn row_sum(v: f32, lane: u32) -> f32 {
+    if (TPR == 1u) {
+        return v; // a team of one: no barrier (CPU adapters, where barriers are dear)
+    }
     red[lane] = v;
     workgroupBarrier();
     for (var s = TPR / 2u; s > 0u; s >>= 1u) {
@@ -23,6 +26,9 @@ fn row_sum(v: f32, lane: u32) -> f32 {
 var<workgroup> red4: array<vec4<f32>, WG>;
 
 fn row_sum4(v: vec4<f32>, lane: u32) -> vec4<f32> {
+    if (TPR == 1u) {
+        return v;
+    }
     red4[lane] = v;
     workgroupBarrier();
     for (var s = TPR / 2u; s > 0u; s >>= 1u) {

@@ -56,7 +56,7 @@ fn weight(v: f32, m: f32) -> f32 {
 // keeping a running max m and Σ exp(v − m); the pairs then merge in a tree. s = 0 means "no finite
 // value yet" (m stays at −f32::MAX rather than −∞).
 fn log_sum_exp(start: u32, lane: u32) -> f32 {
-    var m = -3.4028235e38;
+    var m = -0x1.fffffep+127f;
     var s = 0.0;
     for (var j = lane; j < params.vocab; j += WG) {
         let key = key_of(x[start + j]);

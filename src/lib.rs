@@ -1,15 +1,19 @@
 //! Ultra LLM Engine: real quantized models on the CPU, any GPU through wgpu, and NVIDIA GPUs
-//! through CUDA. Read `backend/mod.rs` (the contract) and `model/llama.rs` (the forward pass) first.
+//! through CUDA; in the browser (wasm32, `web/`), WebGPU or the CPU. Read `backend/mod.rs` (the contract) and `model/llama.rs` (the forward pass) first.
 
 pub mod backend;
+#[cfg(not(target_arch = "wasm32"))]
 pub mod bench;
+pub mod clock;
 pub mod error;
+#[cfg(not(target_arch = "wasm32"))]
 pub mod fetch;
 pub mod generate;
 pub mod gguf;
 pub mod kv_cache;
 pub mod model;
 pub mod quant;
+#[cfg(not(target_arch = "wasm32"))]
 pub mod server;
 pub mod tokenizer;
 

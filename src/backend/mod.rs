@@ -190,6 +190,16 @@ pub trait Backend: Send + Sync + Sized + 'static {
     fn read_f32(&self, src: &Tensor<Self>, out: &mut [f32]) -> Result<()>;
     /// out = src[..out.len()] (u32 tensor); waits for queued work.
     fn read_u32(&self, src: &Tensor<Self>, out: &mut [u32]) -> Result<()>;
+    /// `read_f32` for hosts where a thread may not block on the device (WebGPU in a page: the
+    /// data arrives in a later turn of the event loop). By default `read_f32`, so on native
+    /// backends the future is ready when first polled (see `ready`).
+    fn read_f32_async(&self, src: &Tensor<Self>, out: &mut [f32]) -> impl Future<Output = Result<()>> {
+        std::future::ready(self.read_f32(src, out))
+    }
+    /// `read_u32` as `read_f32_async` is `read_f32`.
+    fn read_u32_async(&self, src: &Tensor<Self>, out: &mut [u32]) -> impl Future<Output = Result<()>> {
+        std::future::ready(self.read_u32(src, out))
+    }
     /// Stores a `[rows, cols]` weight given as GGUF bytes, in this backend's preferred layout.
     fn upload_weight(&self, format: Format, rows: usize, cols: usize, bytes: HostBytes) -> Result<Weight<Self>>;
     /// Waits until all queued work is done.
@@ -332,6 +342,20 @@ pub trait Backend: Send + Sync + Sized + 'static {
 /// and break lowest-id tie-breaking.
 pub fn sanitize(logit: f32) -> f32 {
     if logit.is_nan() { f32::NEG_INFINITY } else { logit.min(f32::MAX) + 0.0 }
+}
+
+/// Runs a future of the read path (`*_async`) to its end without an executor: on a backend whose
+/// reads are synchronous (every native one) it is ready when first polled, so the blocking API is
+/// the async one polled once. A read that would wait (WebGPU in a page) is an error here.
+pub fn ready<T>(future: impl Future<Output = Result<T>>) -> Result<T> {
+    use std::task::{Context, Poll, Waker};
+    match std::pin::pin!(future).poll(&mut Context::from_waker(Waker::noop())) {
+        Poll::Ready(result) => result,
+        Poll::Pending => Err(crate::error::Error::Device {
+            backend: "host",
+            detail: "a blocking call waited on an asynchronous read (in a browser, use the *_async API)".into(),
+        }),
+    }
 }
 
 /// The largest k `top_k` accepts: the GPU kernels sort the survivors in one workgroup.

@@ -8,7 +8,7 @@ use super::GenerateArgs;
 use ultra::Backend;
 use ultra::generate::sampler::SamplerConfig;
 use ultra::kv_cache::KvCache;
-use ultra::tokenizer::{ChatMessage, Tokenizer};
+use ultra::tokenizer::Tokenizer;
 
 pub fn sampler_config(args: &GenerateArgs) -> SamplerConfig {
     SamplerConfig {
@@ -22,17 +22,9 @@ pub fn sampler_config(args: &GenerateArgs) -> SamplerConfig {
     }
 }
 
-/// The prompt's token ids: chat-templated with `--chat`, special tokens parsed, BOS first where
-/// the model's `add_bos_token` says so (llama.cpp `add_special = true`).
+/// The prompt's token ids (`Tokenizer::encode_prompt`).
 pub fn encode_prompt(tokenizer: &Tokenizer, text: &str, chat: bool) -> Result<Vec<u32>> {
-    let mut text =
-        if chat { tokenizer.apply_chat_template(&[ChatMessage::new("user", text)], true)? } else { text.to_string() };
-    // A template that writes the BOS text itself (Gemma's) would give two BOS tokens.
-    let bos = tokenizer.special_ids().bos.and_then(|id| tokenizer.token_str(id)).filter(|_| tokenizer.add_bos());
-    if let Some(bos) = bos.filter(|bos| chat && !bos.is_empty() && text.starts_with(bos)) {
-        text.drain(..bos.len());
-    }
-    Ok(tokenizer.encode_with_specials(&text, true)?)
+    Ok(tokenizer.encode_prompt(text, chat)?)
 }
 
 /// Page-pool figures every `--json` output reports.

@@ -1,11 +1,10 @@
 //! The prefill/decode loop for one sequence: prompt in chunks, then one token per forward pass,
 //! sampling each from the last logits, until an end-of-generation token or the token budget.
 
-use std::time::Instant;
-
-use crate::backend::Backend;
+use crate::backend::{Backend, ready};
+use crate::clock::Instant;
 use crate::error::{Error, Result};
-use crate::generate::rows::{Row, forward_and_sample_rows};
+use crate::generate::rows::{Row, forward_and_sample_rows_async};
 use crate::generate::sampler::Sampler;
 use crate::kv_cache::SeqId;
 use crate::model::{Batch, Runner};
@@ -52,12 +51,32 @@ pub fn forward_and_sample<B: Backend>(
     sampler: &mut Sampler,
     history: &[u32],
 ) -> Result<u32> {
+    ready(forward_and_sample_async(runner, batch, sampler, history))
+}
+
+/// `forward_and_sample`, awaiting the readback (see `Runner::forward_async`).
+pub async fn forward_and_sample_async<B: Backend>(
+    runner: &mut Runner<B>,
+    batch: &Batch,
+    sampler: &mut Sampler,
+    history: &[u32],
+) -> Result<u32> {
     let mut rows = [Row { sampler, history }];
-    Ok(forward_and_sample_rows(runner, batch, &mut rows, false)?[0])
+    Ok(forward_and_sample_rows_async(runner, batch, &mut rows, false).await?[0])
 }
 
 /// Feeds `tokens` to `seq` in chunks; returns the logits of the last one.
 pub fn prefill<B: Backend>(runner: &mut Runner<B>, seq: SeqId, tokens: &[u32], chunk: usize) -> Result<Vec<f32>> {
+    ready(prefill_async(runner, seq, tokens, chunk))
+}
+
+/// `prefill`, awaiting the readback.
+pub async fn prefill_async<B: Backend>(
+    runner: &mut Runner<B>,
+    seq: SeqId,
+    tokens: &[u32],
+    chunk: usize,
+) -> Result<Vec<f32>> {
     if tokens.is_empty() {
         return Err(Error::InvalidArgument("the prompt is empty".into()));
     }
@@ -72,7 +91,7 @@ pub fn prefill<B: Backend>(runner: &mut Runner<B>, seq: SeqId, tokens: &[u32], c
         if !is_last {
             batch.tokens.iter_mut().for_each(|t| t.logits = false);
         }
-        runner.forward(&batch)?;
+        runner.forward_async(&batch).await?;
     }
     Ok(runner.logits(0).to_vec())
 }
@@ -84,13 +103,26 @@ pub fn generate<B: Backend>(
     prompt: &[u32],
     sampler: &mut Sampler,
     opts: &GenerateOptions,
+    on_token: impl FnMut(u32) -> Result<()>,
+) -> Result<Generation> {
+    ready(generate_async(runner, seq, prompt, sampler, opts, on_token))
+}
+
+/// `generate`, awaiting each readback: the page's decode loop, where WebGPU results arrive in a
+/// later turn of the event loop (and the page repaints between tokens).
+pub async fn generate_async<B: Backend>(
+    runner: &mut Runner<B>,
+    seq: SeqId,
+    prompt: &[u32],
+    sampler: &mut Sampler,
+    opts: &GenerateOptions,
     mut on_token: impl FnMut(u32) -> Result<()>,
 ) -> Result<Generation> {
     let mut out = Generation { n_prompt: prompt.len(), ..Generation::default() };
     let mut history: Vec<u32> = prompt.to_vec();
     let t0 = Instant::now();
     out.cached_prompt_tokens = runner.cache.reuse_prefix(seq, prompt)?;
-    let logits = prefill(runner, seq, &prompt[out.cached_prompt_tokens..], opts.prefill_chunk)?;
+    let logits = prefill_async(runner, seq, &prompt[out.cached_prompt_tokens..], opts.prefill_chunk).await?;
     let mut next = sampler.sample(&logits, &history);
     out.prefill_secs = t0.elapsed().as_secs_f64();
     let t1 = Instant::now();
@@ -106,7 +138,8 @@ pub fn generate<B: Backend>(
         if out.tokens.len() == opts.max_tokens || pos >= runner.context {
             break;
         }
-        next = forward_and_sample(runner, &Batch::sequence(seq, pos, &[next], false), sampler, &history)?;
+        let batch = Batch::sequence(seq, pos, &[next], false);
+        next = forward_and_sample_async(runner, &batch, sampler, &history).await?;
     }
     out.decode_secs = t1.elapsed().as_secs_f64();
     Ok(out)

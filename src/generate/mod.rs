@@ -13,8 +13,8 @@ pub mod speculative;
 pub mod stop;
 pub mod verify;
 
-pub use decode::{GenerateOptions, Generation, generate, prefill};
+pub use decode::{GenerateOptions, Generation, generate, generate_async, prefill};
 pub use drafter::{Draft, Drafter, LookupDrafter, ModelDrafter, NgramDrafter};
 pub use perplexity::{Perplexity, perplexity};
 pub use scheduler::{Completion, Event, Extras, FinishReason, Request, Scheduler, SchedulerOptions};
-pub use speculative::{SpecOptions, SpecStats, generate_speculative};
+pub use speculative::{SpecOptions, SpecStats, generate_speculative, generate_speculative_async};

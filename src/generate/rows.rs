@@ -4,7 +4,7 @@
 //! whichever way is taken. `decode::forward_and_sample` is this with one row: one readback path
 //! for generate, speculative verification and the scheduler.
 
-use crate::backend::Backend;
+use crate::backend::{Backend, ready};
 use crate::error::Result;
 use crate::generate::sampler::Sampler;
 use crate::model::{Batch, Runner};
@@ -30,18 +30,28 @@ pub fn forward_and_sample_rows<B: Backend>(
     rows: &mut [Row<'_>],
     full_logits: bool,
 ) -> Result<Vec<u32>> {
+    ready(forward_and_sample_rows_async(runner, batch, rows, full_logits))
+}
+
+/// `forward_and_sample_rows`, awaiting the readbacks (see `Runner::forward_async`).
+pub async fn forward_and_sample_rows_async<B: Backend>(
+    runner: &mut Runner<B>,
+    batch: &Batch,
+    rows: &mut [Row<'_>],
+    full_logits: bool,
+) -> Result<Vec<u32>> {
     if rows.is_empty() || full_logits {
-        return sample_full(runner, batch, rows);
+        return sample_full(runner, batch, rows).await;
     }
     if rows.iter().all(|r| uses_device_argmax(r.sampler)) {
-        return runner.forward_argmax(batch);
+        return runner.forward_argmax_async(batch).await;
     }
     let vocab = runner.config().vocab_size;
     let k = rows[0].sampler.top_k_request(vocab);
     let Some(k) = k.filter(|_| rows.iter().all(|r| r.sampler.top_k_request(vocab) == k)) else {
-        return sample_full(runner, batch, rows);
+        return sample_full(runner, batch, rows).await;
     };
-    let top = runner.forward_top_k(batch, k)?;
+    let top = runner.forward_top_k_async(batch, k).await?;
     let mut read = false;
     let mut out = Vec::with_capacity(rows.len());
     for (i, row) in rows.iter_mut().enumerate() {
@@ -50,7 +60,7 @@ pub fn forward_and_sample_rows<B: Backend>(
             Some(token) => token,
             None => {
                 if !read {
-                    runner.read_logits()?;
+                    runner.read_logits_async().await?;
                     read = true;
                 }
                 row.sampler.sample(runner.logits(i), row.history)
@@ -61,8 +71,8 @@ pub fn forward_and_sample_rows<B: Backend>(
     Ok(out)
 }
 
-fn sample_full<B: Backend>(runner: &mut Runner<B>, batch: &Batch, rows: &mut [Row<'_>]) -> Result<Vec<u32>> {
-    runner.forward(batch)?;
+async fn sample_full<B: Backend>(runner: &mut Runner<B>, batch: &Batch, rows: &mut [Row<'_>]) -> Result<Vec<u32>> {
+    runner.forward_async(batch).await?;
     Ok(rows.iter_mut().enumerate().map(|(i, r)| r.sampler.sample(runner.logits(i), r.history)).collect())
 }
 

@@ -4,12 +4,11 @@
 //! decoding when greedy, the target's distribution when sampled. After a rejection both caches
 //! are cut back to the accepted length (exact rollback).
 
-use std::time::Instant;
-
-use crate::backend::Backend;
+use crate::backend::{Backend, ready};
+use crate::clock::Instant;
 use crate::error::Result;
 use crate::generate::adaptive::AdaptiveWindow;
-use crate::generate::decode::{GenerateOptions, Generation, forward_and_sample, prefill};
+use crate::generate::decode::{GenerateOptions, Generation, forward_and_sample_async, prefill_async};
 use crate::generate::drafter::{Draft, Drafter};
 use crate::generate::sampler::Sampler;
 use crate::generate::verify::{Scores, verify};
@@ -53,6 +52,21 @@ pub fn generate_speculative<B: Backend>(
     opts: &GenerateOptions,
     drafter: &mut dyn Drafter,
     spec: SpecOptions,
+    on_token: impl FnMut(u32) -> Result<()>,
+) -> Result<(Generation, SpecStats)> {
+    ready(generate_speculative_async(runner, seq, prompt, sampler, opts, drafter, spec, on_token))
+}
+
+/// `generate_speculative`, awaiting each readback (see `generate_async`).
+#[allow(clippy::too_many_arguments)] // as generate_speculative
+pub async fn generate_speculative_async<B: Backend>(
+    runner: &mut Runner<B>,
+    seq: SeqId,
+    prompt: &[u32],
+    sampler: &mut Sampler,
+    opts: &GenerateOptions,
+    drafter: &mut dyn Drafter,
+    spec: SpecOptions,
     mut on_token: impl FnMut(u32) -> Result<()>,
 ) -> Result<(Generation, SpecStats)> {
     let mut out = Generation { n_prompt: prompt.len(), ..Generation::default() };
@@ -61,7 +75,7 @@ pub fn generate_speculative<B: Backend>(
     let mut context: Vec<u32> = prompt.to_vec(); // every accepted token; its last is not yet in the target cache
     let t0 = Instant::now();
     out.cached_prompt_tokens = runner.cache.reuse_prefix(seq, prompt)?;
-    let logits = prefill(runner, seq, &prompt[out.cached_prompt_tokens..], opts.prefill_chunk)?;
+    let logits = prefill_async(runner, seq, &prompt[out.cached_prompt_tokens..], opts.prefill_chunk).await?;
     let mut pending = vec![sampler.sample(&logits, &context)];
     out.prefill_secs = t0.elapsed().as_secs_f64();
     let t1 = Instant::now();
@@ -88,7 +102,8 @@ pub fn generate_speculative<B: Backend>(
             if start >= runner.context {
                 break;
             }
-            let next = forward_and_sample(runner, &Batch::sequence(seq, start, &[last], false), sampler, &context)?;
+            let batch = Batch::sequence(seq, start, &[last], false);
+            let next = forward_and_sample_async(runner, &batch, sampler, &context).await?;
             drafter.rollback(context.len())?;
             window.after_plain_step(round.elapsed());
             pending = vec![next];
@@ -96,7 +111,7 @@ pub fn generate_speculative<B: Backend>(
         }
         let mut tokens = vec![last];
         tokens.extend_from_slice(&draft.tokens);
-        runner.forward(&Batch::sequence(seq, start, &tokens, true))?;
+        runner.forward_async(&Batch::sequence(seq, start, &tokens, true)).await?;
         let mut history = context.clone();
         let scores = Scores::Logits((0..tokens.len()).map(|i| runner.logits(i)).collect());
         let (accepted, own) = verify(&scores, sampler, &draft, &mut history);

@@ -5,7 +5,7 @@
 use std::path::Path;
 use std::sync::Arc;
 
-use crate::backend::{Backend, StepMode};
+use crate::backend::{Backend, StepMode, ready};
 use crate::error::{Error, Result};
 use crate::gguf::Gguf;
 use crate::kv_cache::{CacheLayout, KvCache};
@@ -125,28 +125,52 @@ impl<B: Backend> Runner<B> {
 
     /// Runs one batch; afterwards `logits(i)` is the i-th row that asked for logits.
     pub fn forward(&mut self, batch: &Batch) -> Result<()> {
-        self.run(batch)?;
-        let n = batch.n_logits() * self.config().vocab_size;
-        self.logits.resize(n, 0.0);
-        let a = self.shapes.last().expect("run leaves its shape last");
-        self.backend.read_f32(&a.logits, &mut self.logits)
+        ready(self.forward_async(batch))
     }
 
     /// Runs one batch and returns the argmax of each logits row, computed on the device so only
     /// the token ids come back.
     pub fn forward_argmax(&mut self, batch: &Batch) -> Result<Vec<u32>> {
-        self.run(batch)?;
-        let a = self.shapes.last_mut().expect("run leaves its shape last");
-        self.backend.argmax(&a.logits, &mut a.argmax)?;
-        let mut ids = vec![0u32; batch.n_logits()];
-        self.backend.read_u32(&a.argmax, &mut ids)?;
-        Ok(ids)
+        ready(self.forward_argmax_async(batch))
     }
 
     /// Runs one batch and returns the `k` best candidates and the log-sum-exp of each logits row
     /// (`Backend::top_k`), so only those come back. The logits stay on the device: `read_logits`
     /// fetches them when the candidates do not decide the token.
     pub fn forward_top_k(&mut self, batch: &Batch, k: usize) -> Result<TopK> {
+        ready(self.forward_top_k_async(batch, k))
+    }
+
+    /// Reads back the logits of the last forward pass (after `forward_top_k` or `forward_argmax`,
+    /// which leave them on the device), so that `logits(i)` serves them.
+    pub fn read_logits(&mut self) -> Result<()> {
+        ready(self.read_logits_async())
+    }
+
+    // The read path, written once: the blocking calls above are these polled once (`ready`); a
+    // page awaits them, its WebGPU readback arriving in a later turn of the event loop.
+
+    /// `forward`, awaiting the readback.
+    pub async fn forward_async(&mut self, batch: &Batch) -> Result<()> {
+        self.run(batch)?;
+        let n = batch.n_logits() * self.config().vocab_size;
+        self.logits.resize(n, 0.0);
+        let a = self.shapes.last().expect("run leaves its shape last");
+        self.backend.read_f32_async(&a.logits, &mut self.logits).await
+    }
+
+    /// `forward_argmax`, awaiting the readback.
+    pub async fn forward_argmax_async(&mut self, batch: &Batch) -> Result<Vec<u32>> {
+        self.run(batch)?;
+        let a = self.shapes.last_mut().expect("run leaves its shape last");
+        self.backend.argmax(&a.logits, &mut a.argmax)?;
+        let mut ids = vec![0u32; batch.n_logits()];
+        self.backend.read_u32_async(&a.argmax, &mut ids).await?;
+        Ok(ids)
+    }
+
+    /// `forward_top_k`, awaiting the readback.
+    pub async fn forward_top_k_async(&mut self, batch: &Batch, k: usize) -> Result<TopK> {
         self.run(batch)?;
         let be = &*self.backend;
         let a = self.shapes.last_mut().expect("run leaves its shape last");
@@ -154,17 +178,16 @@ impl<B: Backend> Runner<B> {
         be.top_k(logits, &mut out.ids, &mut out.vals)?;
         let n = batch.n_logits();
         let mut top = TopK { k, ids: vec![0; n * k], vals: vec![0.0; n * (k + 1)] };
-        be.read_u32(&out.ids, &mut top.ids)?;
-        be.read_f32(&out.vals, &mut top.vals)?;
+        be.read_u32_async(&out.ids, &mut top.ids).await?;
+        be.read_f32_async(&out.vals, &mut top.vals).await?;
         Ok(top)
     }
 
-    /// Reads back the logits of the last forward pass (after `forward_top_k` or `forward_argmax`,
-    /// which leave them on the device), so that `logits(i)` serves them.
-    pub fn read_logits(&mut self) -> Result<()> {
+    /// `read_logits`, awaiting the readback.
+    pub async fn read_logits_async(&mut self) -> Result<()> {
         let a = self.shapes.last().ok_or_else(|| Error::InvalidArgument("no forward pass yet".into()))?;
         self.logits.resize(a.n_logits * self.model.config.vocab_size, 0.0);
-        self.backend.read_f32(&a.logits, &mut self.logits)
+        self.backend.read_f32_async(&a.logits, &mut self.logits).await
     }
 
     /// Logits of the i-th logits row of the last `forward`.

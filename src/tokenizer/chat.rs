@@ -5,6 +5,7 @@
 //! methods templates call most (`.strip()`, `.startswith()`, `.items()`, ...). Anything a template
 //! writes (a default system prompt, for instance) comes from the template itself.
 
+#[cfg(not(target_arch = "wasm32"))]
 use std::time::{SystemTime, UNIX_EPOCH};
 
 use minijinja::value::{Value, ValueKind};
@@ -52,6 +53,20 @@ impl Tokenizer {
         let token_text = |id: Option<u32>| id.and_then(|id| self.token_str(id)).unwrap_or("");
         let ids = self.special_ids();
         render_chat_template(source, messages, add_generation_prompt, token_text(ids.bos), token_text(ids.eos))
+    }
+
+    /// A prompt's token ids, as `ultra generate --prompt` makes them: chat-templated as one user
+    /// message with `chat`, special tokens parsed, BOS first where the model's `add_bos_token`
+    /// says so (llama.cpp `add_special = true`).
+    pub fn encode_prompt(&self, text: &str, chat: bool) -> Result<Vec<u32>> {
+        let mut text =
+            if chat { self.apply_chat_template(&[ChatMessage::new("user", text)], true)? } else { text.to_string() };
+        // A template that writes the BOS text itself (Gemma's) would give two BOS tokens.
+        let bos = self.special_ids().bos.and_then(|id| self.token_str(id)).filter(|_| self.add_bos());
+        if let Some(bos) = bos.filter(|bos| chat && !bos.is_empty() && text.starts_with(bos)) {
+            text.drain(..bos.len());
+        }
+        self.encode_with_specials(&text, true)
     }
 }
 
@@ -147,8 +162,15 @@ fn python_method(
     Err(minijinja::Error::from(ErrorKind::UnknownMethod))
 }
 
+#[cfg(not(target_arch = "wasm32"))]
 fn unix_now() -> i64 {
     SystemTime::now().duration_since(UNIX_EPOCH).map_or(0, |d| d.as_secs() as i64)
+}
+
+/// std has no clock on wasm32-unknown-unknown: the page's.
+#[cfg(target_arch = "wasm32")]
+fn unix_now() -> i64 {
+    (js_sys::Date::now() / 1e3) as i64
 }
 
 /// A small `strftime` (UTC) for templates that print today's date, e.g. Llama 3.1's

@@ -1,6 +1,7 @@
 //! Which instruction sets the CPU kernels use, decided once per process: what the CPU has, less
 //! what `ULTRA_CPU_DISABLE` turns off. Every path gives the same bits, so this only changes speed.
 //! Below both simd.rs and avx512.rs, which each ask it.
+#![cfg_attr(not(target_arch = "x86_64"), allow(dead_code))] // asked by the x86-64 paths only
 
 use std::sync::LazyLock;
 

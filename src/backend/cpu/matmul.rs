@@ -32,6 +32,7 @@ const TILE_N: usize = 32;
 
 /// Below this many activation rows the fused kernel decodes each weight block once per row;
 /// from it on, dequantizing the tile once and sharing it across the rows is cheaper.
+#[cfg_attr(not(target_arch = "x86_64"), allow(dead_code))] // the fused kernels are AVX-512
 const FUSED_MAX_M: usize = 4;
 
 /// 16 floats on a 64-byte boundary: scratch rows start on cache lines, so no SIMD load splits one.

@@ -10,6 +10,7 @@
 
 const LANES: usize = 16;
 
+#[cfg(target_arch = "x86_64")]
 use super::isa::avx2_fma;
 
 /// Σ a[i]·b[i] in the order described at the top of this file. Panics if the lengths differ

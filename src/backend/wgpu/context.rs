@@ -122,6 +122,9 @@ pub struct Context {
     /// Subgroup size when subgroup kernels are in use (fixed size, enabled, not disabled).
     pub(crate) subgroup_size: Option<u32>,
     pub(crate) f16: bool,
+    /// A CPU adapter (SwiftShader, lavapipe; a browser's fallback adapter): the quantized GEMV
+    /// runs one-lane teams (matmul.rs).
+    pub(crate) cpu_adapter: bool,
     /// Options::batch_invariant: matmul never takes the tiled path.
     pub(crate) batch_invariant: bool,
     /// Bytes of the largest weight part (`Options::weight_part_bytes` within the adapter's limits).
@@ -146,15 +149,24 @@ pub(crate) fn device_error(detail: impl ToString) -> Error {
 }
 
 impl Context {
+    /// `new_async`, blocking (native: wgpu answers adapter and device requests in place).
+    #[cfg(not(target_arch = "wasm32"))]
     pub fn new(options: Options) -> Result<Context> {
+        pollster::block_on(Context::new_async(options))
+    }
+
+    /// The best adapter and a device with its full limits (a page's WebGPU answers in a later turn).
+    pub async fn new_async(options: Options) -> Result<Context> {
         let instance = wgpu::Instance::new(wgpu::InstanceDescriptor::new_without_display_handle_from_env());
-        let adapter = pollster::block_on(instance.request_adapter(&wgpu::RequestAdapterOptions {
-            power_preference: wgpu::PowerPreference::HighPerformance,
-            force_fallback_adapter: false,
-            compatible_surface: None,
-            apply_limit_buckets: false,
-        }))
-        .map_err(unavailable)?;
+        let adapter = instance
+            .request_adapter(&wgpu::RequestAdapterOptions {
+                power_preference: wgpu::PowerPreference::HighPerformance,
+                force_fallback_adapter: false,
+                compatible_surface: None,
+                apply_limit_buckets: false,
+            })
+            .await
+            .map_err(unavailable)?;
         let info = adapter.get_info();
         let available = adapter.features();
         let mut features = wgpu::Features::empty();
@@ -173,13 +185,15 @@ impl Context {
             features |= wgpu::Features::TIMESTAMP_QUERY;
         }
         let limits = adapter.limits();
-        let (device, queue) = pollster::block_on(adapter.request_device(&wgpu::DeviceDescriptor {
-            label: Some("ultra"),
-            required_features: features,
-            required_limits: limits.clone(),
-            ..Default::default()
-        }))
-        .map_err(unavailable)?;
+        let (device, queue) = adapter
+            .request_device(&wgpu::DeviceDescriptor {
+                label: Some("ultra"),
+                required_features: features,
+                required_limits: limits.clone(),
+                ..Default::default()
+            })
+            .await
+            .map_err(unavailable)?;
         let errors: Arc<Mutex<Vec<String>>> = Arc::default();
         let sink = errors.clone();
         device.on_uncaptured_error(Arc::new(move |e: wgpu::Error| {
@@ -194,12 +208,14 @@ impl Context {
         });
         let subgroup_size = features.contains(wgpu::Features::SUBGROUP).then_some(info.subgroup_min_size);
         let profiler = profile.then(|| Profiler::new(&device, &queue));
+        let cpu_adapter = info.device_type == wgpu::DeviceType::Cpu;
         Ok(Context {
             profiler,
             device,
             queue,
             info,
             f16: features.contains(wgpu::Features::SHADER_F16),
+            cpu_adapter,
             batch_invariant: options.batch_invariant,
             weight_part_bytes: options
                 .weight_part_bytes
@@ -257,6 +273,9 @@ impl Context {
             return Ok(c.clone());
         }
         let label = v.label();
+        // In a page the scope's answer comes in a later turn of the event loop, which a kernel
+        // compile cannot wait for: there a bad kernel surfaces through `check_errors` instead.
+        #[cfg(not(target_arch = "wasm32"))]
         let scope = self.device.push_error_scope(wgpu::ErrorFilter::Validation);
         let module = self.device.create_shader_module(wgpu::ShaderModuleDescriptor {
             label: Some(&label),
@@ -300,6 +319,7 @@ impl Context {
             compilation_options: Default::default(),
             cache: None,
         });
+        #[cfg(not(target_arch = "wasm32"))]
         if let Some(err) = pollster::block_on(scope.pop()) {
             return Err(Error::KernelCompile { kernel: label, log: err.to_string() });
         }
@@ -485,11 +505,52 @@ impl Context {
     }
 
     /// Copies the first `out.len()` bytes of `src` to the host after all queued work.
+    #[cfg(not(target_arch = "wasm32"))]
     pub fn read_bytes(&self, src: &GpuBuffer, out: &mut [u8]) -> Result<()> {
-        let bytes = out.len() as u64;
-        if bytes == 0 {
+        if out.is_empty() {
             return self.flush(&[]).and_then(|_| self.wait());
         }
+        let (staging, submitted) = self.copy_to_staging(src, out.len() as u64);
+        let result = submitted.and_then(|_| {
+            let (tx, rx) = std::sync::mpsc::channel();
+            staging.slice(..out.len() as u64).map_async(wgpu::MapMode::Read, move |r| {
+                let _ = tx.send(r);
+            });
+            self.wait()?;
+            rx.recv().map_err(device_error)?.map_err(device_error)?;
+            take_mapped(&staging, out)
+        });
+        self.state.lock().unwrap_or_else(|p| p.into_inner()).staging = Some(staging);
+        result
+    }
+
+    /// `read_bytes`, awaiting the map: in a page the browser maps the buffer in a later turn of
+    /// the event loop, and blocking the thread for it would wait forever.
+    #[cfg(target_arch = "wasm32")]
+    pub async fn read_bytes_async(&self, src: &GpuBuffer, out: &mut [u8]) -> Result<()> {
+        if out.is_empty() {
+            return self.flush(&[]);
+        }
+        let (staging, submitted) = self.copy_to_staging(src, out.len() as u64);
+        let result = match submitted {
+            Ok(()) => {
+                let (tx, rx) = super::web::oneshot();
+                staging.slice(..out.len() as u64).map_async(wgpu::MapMode::Read, move |r| tx.send(r));
+                match rx.await {
+                    Ok(()) => self.check_errors().and_then(|_| take_mapped(&staging, out)),
+                    // A failed map usually follows a device error: report that one.
+                    Err(e) => Err(self.check_errors().err().unwrap_or_else(|| device_error(e))),
+                }
+            }
+            Err(e) => Err(e),
+        };
+        self.state.lock().unwrap_or_else(|p| p.into_inner()).staging = Some(staging);
+        result
+    }
+
+    /// Submits the pending work and a copy of `src[..bytes]` into a mappable staging buffer (the
+    /// kept one when it is large enough), which comes back whether or not the submission failed.
+    fn copy_to_staging(&self, src: &GpuBuffer, bytes: u64) -> (wgpu::Buffer, Result<()>) {
         self.transfers.fetch_add(1, Ordering::Relaxed);
         let mut state = self.state.lock().unwrap_or_else(|p| p.into_inner());
         let staging = match state.staging.take() {
@@ -501,22 +562,8 @@ impl Context {
                 mapped_at_creation: false,
             }),
         };
-        let result = self.flush_locked(&mut state, &[(&src.buf, &staging, bytes)]);
-        drop(state);
-        let result = result.and_then(|_| {
-            let slice = staging.slice(..bytes);
-            let (tx, rx) = std::sync::mpsc::channel();
-            slice.map_async(wgpu::MapMode::Read, move |r| {
-                let _ = tx.send(r);
-            });
-            self.wait()?;
-            rx.recv().map_err(device_error)?.map_err(device_error)?;
-            out.copy_from_slice(&slice.get_mapped_range().map_err(device_error)?);
-            staging.unmap();
-            Ok(())
-        });
-        self.state.lock().unwrap_or_else(|p| p.into_inner()).staging = Some(staging);
-        result
+        let submitted = self.flush_locked(&mut state, &[(&src.buf, &staging, bytes)]);
+        (staging, submitted)
     }
 
     /// Writes `data` at the start of `dst`, after the work recorded so far.
@@ -537,6 +584,13 @@ impl Context {
         let max = self.limits.max_compute_workgroups_per_dimension;
         if groups <= max { [groups, 1, 1] } else { [max, groups.div_ceil(max), 1] }
     }
+}
+
+/// Copies the mapped `staging[..out.len()]` out and unmaps it.
+fn take_mapped(staging: &wgpu::Buffer, out: &mut [u8]) -> Result<()> {
+    out.copy_from_slice(&staging.slice(..out.len() as u64).get_mapped_range().map_err(device_error)?);
+    staging.unmap();
+    Ok(())
 }
 
 impl Drop for Context {

@@ -99,7 +99,7 @@ impl Variant {
         // An `enable` directive must precede every declaration.
         let mut src = String::from(if self.f16 { "enable f16;\n" } else { "" });
         if matches!(self.kernel, Kernel::Matmul | Kernel::MatmulVec) {
-            let wg = if self.kernel == Kernel::Matmul { 256 } else { VEC_WG };
+            let wg = if self.kernel == Kernel::Matmul { 256 } else { vec_wg(self.tpr) };
             src += &format!("const WG: u32 = {wg}u;\nconst TPR: u32 = {}u;\nconst MB: u32 = {}u;\n", self.tpr, self.mb);
             src += if self.subgroups { shader!("reduce_subgroup") } else { shader!("reduce_shared") };
         }
@@ -145,7 +145,9 @@ impl Variant {
                 }
                 Kernel::MatmulVec => {
                     for format in Format::ALL.into_iter().filter(|&f| decoder32(f).is_some()) {
-                        for (subgroups, tpr, mb) in [(false, 32, 1), (false, 32, 8), (true, 32, 1), (true, 8, 8)] {
+                        let shapes =
+                            [(false, 32, 1), (false, 32, 8), (true, 32, 1), (true, 8, 8), (false, 1, 1), (false, 1, 8)];
+                        for (subgroups, tpr, mb) in shapes {
                             for f16 in [false, true] {
                                 out.push(Variant { kernel, format: Some(format), subgroups, tpr, mb, f16 });
                             }
@@ -173,6 +175,14 @@ impl Variant {
 
 /// Threads per workgroup of matmul_vec (teams of TPR lanes, four weight rows per team).
 pub const VEC_WG: u32 = 128;
+/// matmul_vec's workgroup when a team is one lane (CPU adapters): 64 rows per workgroup, so a
+/// 576-row matrix still gives 9 workgroups for the adapter to spread over its threads.
+const VEC_WG_SOLO: u32 = 16;
+
+/// Threads per workgroup of matmul_vec with teams of `tpr` lanes.
+pub fn vec_wg(tpr: u32) -> u32 {
+    if tpr == 1 { VEC_WG_SOLO } else { VEC_WG }
+}
 
 /// Tile widths BN of matmul_tiled (64 rows × BN columns; 256 threads, 4 × 4 or 4 × 8 outputs each).
 pub const TILED_SIDES: [u32; 2] = [64, 128];

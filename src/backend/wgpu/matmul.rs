@@ -10,8 +10,10 @@
 //!   f16 products (`tile32_f16.wgsl`); float weights always run f32 (`tile32_f32.wgsl`).
 //! - smaller m: GEMV kernels. Quantized weights run `matmul_vec.wgsl` (whole blocks per lane, four
 //!   weight rows per subgroup team); float weights `matmul.wgsl` (8-value groups per lane). Decode
-//!   (m = 1) runs one row of x per workgroup, larger batches MB_BATCH rows per workgroup. Every
-//!   lane sums in the same order in both, so their results do not depend on m. The GEMVs compute
+//!   (m = 1) runs one row of x per workgroup, larger batches MB_BATCH rows per workgroup. On CPU
+//!   adapters (SwiftShader, lavapipe) quantized GEMVs take teams of one lane and no barrier
+//!   (benches/notes/wgpu.md, v10). Every lane sums in the same order in both, so their results
+//!   do not depend on m. The GEMVs compute
 //!   in f32 on every adapter: f16 products (an earlier version) bought no decode speed on the H200
 //!   and parted the greedy text from the CPU's on 3 of the 9 reference prompts
 //!   (benches/notes/wgpu.md, v7).
@@ -28,7 +30,7 @@
 //! row stride); every output is summed as in the one-part path, so the bits do not change.
 
 use super::Wgpu;
-use super::kernels::{Kernel, TILED_SIDES, VEC_WG, Variant};
+use super::kernels::{Kernel, TILED_SIDES, Variant, vec_wg};
 use super::memory::WeightPart;
 use crate::backend::{Tensor, Weight, check};
 use crate::error::Result;
@@ -70,6 +72,9 @@ fn matmul_part(be: &Wgpu, x: &Tensor<Wgpu>, w: &Weight<Wgpu>, part: &WeightPart,
         return be.ctx.dispatch(v, &bufs, &params, groups);
     }
     let (subgroups, tpr) = match be.ctx.subgroup_size {
+        // CPU adapters run a workgroup's lanes as SIMD on one thread, where every barrier of a
+        // shared-memory reduction costs a switch of all its lanes: teams of one lane need none.
+        _ if be.ctx.cpu_adapter && format.is_quantized() => (false, 1),
         Some(size) => (true, size),
         None => (false, SHARED_TPR),
     };
@@ -79,7 +84,7 @@ fn matmul_part(be: &Wgpu, x: &Tensor<Wgpu>, w: &Weight<Wgpu>, part: &WeightPart,
         // f32 products even with SHADER_F16: no slower (decode reads each weight once, so bandwidth,
         // not arithmetic, bounds it) and as exact as the CPU's (see the module doc).
         let v = Variant { kernel: Kernel::MatmulVec, format: Some(format), subgroups, tpr, mb, f16: false };
-        let rows_per_group = (VEC_WG / tpr * 4) as usize;
+        let rows_per_group = (vec_wg(tpr) / tpr * 4) as usize;
         let groups = [n.div_ceil(rows_per_group) as u32, m.div_ceil(mb as usize) as u32, 1];
         return be.ctx.dispatch(v, &bufs, &params, groups);
     }

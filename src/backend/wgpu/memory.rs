@@ -48,14 +48,48 @@ pub fn write_u32(be: &Wgpu, dst: &mut Tensor<Wgpu>, data: &[u32]) -> Result<()> 
     be.ctx.write_bytes(&dst.buf, bytemuck::cast_slice(data))
 }
 
+#[cfg(not(target_arch = "wasm32"))]
 pub fn read_f32(be: &Wgpu, src: &Tensor<Wgpu>, out: &mut [f32]) -> Result<()> {
     check::transfer("read_f32", src, DType::F32, out.len())?;
     be.ctx.read_bytes(&src.buf, bytemuck::cast_slice_mut(out))
 }
 
+#[cfg(not(target_arch = "wasm32"))]
 pub fn read_u32(be: &Wgpu, src: &Tensor<Wgpu>, out: &mut [u32]) -> Result<()> {
     check::transfer("read_u32", src, DType::U32, out.len())?;
     be.ctx.read_bytes(&src.buf, bytemuck::cast_slice_mut(out))
+}
+
+/// A page cannot block on WebGPU: its reads are `read_*_async` (the same paths, awaited).
+#[cfg(target_arch = "wasm32")]
+pub fn read_f32(_: &Wgpu, _: &Tensor<Wgpu>, _: &mut [f32]) -> Result<()> {
+    Err(blocking_read())
+}
+
+#[cfg(target_arch = "wasm32")]
+pub fn read_u32(_: &Wgpu, _: &Tensor<Wgpu>, _: &mut [u32]) -> Result<()> {
+    Err(blocking_read())
+}
+
+#[cfg(target_arch = "wasm32")]
+fn blocking_read() -> Error {
+    Error::Unsupported {
+        op: "read",
+        backend: "wgpu",
+        detail: "blocking reads in a browser (WebGPU maps buffers asynchronously: use the *_async API)".into(),
+    }
+}
+
+#[cfg(target_arch = "wasm32")]
+pub async fn read_f32_async(be: &Wgpu, src: &Tensor<Wgpu>, out: &mut [f32]) -> Result<()> {
+    check::transfer("read_f32", src, DType::F32, out.len())?;
+    be.ctx.read_bytes_async(&src.buf, bytemuck::cast_slice_mut(out)).await
+}
+
+#[cfg(target_arch = "wasm32")]
+pub async fn read_u32_async(be: &Wgpu, src: &Tensor<Wgpu>, out: &mut [u32]) -> Result<()> {
+    check::transfer("read_u32", src, DType::U32, out.len())?;
+    be.ctx.read_bytes_async(&src.buf, bytemuck::cast_slice_mut(out)).await
 }
 
 pub fn sync(be: &Wgpu) -> Result<()> {

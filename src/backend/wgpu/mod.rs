@@ -15,6 +15,8 @@ mod profile;
 mod repack;
 mod rope;
 mod sampling;
+#[cfg(target_arch = "wasm32")]
+mod web;
 
 pub use context::{GpuBuffer, Options};
 pub use memory::{GpuWeight, WeightPart};
@@ -30,12 +32,24 @@ pub struct Wgpu {
 
 impl Wgpu {
     /// The best adapter wgpu finds, with `ULTRA_WGPU_DISABLE` applied; `DeviceUnavailable` if none.
+    #[cfg(not(target_arch = "wasm32"))]
     pub fn new() -> Result<Wgpu> {
         Wgpu::with_options(Options::from_env())
     }
 
+    #[cfg(not(target_arch = "wasm32"))]
     pub fn with_options(options: Options) -> Result<Wgpu> {
         Ok(Wgpu { ctx: context::Context::new(options)? })
+    }
+
+    /// `with_options`, awaiting the adapter and device (how a page gets them: `navigator.gpu`).
+    pub async fn with_options_async(options: Options) -> Result<Wgpu> {
+        Ok(Wgpu { ctx: context::Context::new_async(options).await? })
+    }
+
+    /// The adapter's name as wgpu has it (in a browser its description, often empty).
+    pub fn adapter_name(&self) -> String {
+        self.ctx.info.name.clone()
     }
 
     /// Host↔device transfers so far (each write_* or read_* call counts one).
@@ -123,6 +137,14 @@ impl Backend for Wgpu {
     }
     fn read_u32(&self, src: &Tensor<Self>, out: &mut [u32]) -> Result<()> {
         memory::read_u32(self, src, out)
+    }
+    #[cfg(target_arch = "wasm32")]
+    async fn read_f32_async(&self, src: &Tensor<Self>, out: &mut [f32]) -> Result<()> {
+        memory::read_f32_async(self, src, out).await
+    }
+    #[cfg(target_arch = "wasm32")]
+    async fn read_u32_async(&self, src: &Tensor<Self>, out: &mut [u32]) -> Result<()> {
+        memory::read_u32_async(self, src, out).await
     }
     fn upload_weight(&self, format: Format, rows: usize, cols: usize, bytes: HostBytes) -> Result<Weight<Self>> {
         memory::upload_weight(self, format, rows, cols, bytes)
