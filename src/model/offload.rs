@@ -2,7 +2,8 @@
 //! host memory (`Backend::host_weight`, page-locked where the driver allows) and stream through a
 //! ring of `depth` device slots. The copy of streamed layer j goes to slot j mod depth; it is
 //! queued as soon as layer j − depth, the slot's previous tenant, has been queued for compute, so
-//! while layer l computes the copies of l + 1 … l + depth − 1 are under way. The first streamed
+//! while layer l computes the copies of l + 1 … l + depth − 1 are under way. A file whose layers
+//! differ in layout (k-quant mixes) gets one such ring per layout, each over its own layers. The first streamed
 //! layers of a pass are queued when the pass starts, behind no compute but the resident layers'.
 //!
 //! The forward pass asks `Weights::matrices(i)` for each layer and never sees which kind it got.
@@ -45,45 +46,62 @@ impl<W> Matrices<W> {
     }
 }
 
-/// The streamed layers, their ring of device slots, and each slot's pending copy.
+/// The streamed layers, their rings of device slots (one ring per layer layout), and each slot's
+/// pending copy.
 pub struct Offload<B: Backend> {
     /// Layers `first ..` stream; `host[j]` is layer `first + j`.
     first: usize,
     host: Vec<Matrices<B::HostWeight>>,
+    rings: Vec<Ring<B>>,
+    /// Streamed layer j's ring and its index among that ring's layers.
+    place: Vec<(usize, usize)>,
+    /// The copy that fills each slot (`fences[ring][slot]`), until the layer that reads it waits.
+    fences: Mutex<Vec<Vec<Option<B::Fence>>>>,
+    depth: usize,
+}
+
+/// The streamed layers of one layout (k-quant mixes give a file several: llama-quantize keeps
+/// some layers' attn_v and ffn_down in a wider type) and the slots of that layout they cycle
+/// through: member k lives in slot k mod depth.
+struct Ring<B: Backend> {
+    members: Vec<usize>,
     slots: Vec<LayerMatrices<B>>,
-    /// The copy that fills each slot, until the layer that reads it waits for it.
-    fences: Mutex<Vec<Option<B::Fence>>>,
-    /// Bytes one streamed layer moves to the device.
-    pub layer_bytes: usize,
 }
 
 impl<B: Backend> Offload<B> {
-    /// Streams `host` (layers `first ..`) through a ring of `depth` slots (at most one per layer).
-    /// Every streamed layer must have the layout of the first: one slot fits them all.
+    /// Streams `host` (layers `first ..`) through rings of `depth` slots each (at most one per
+    /// layer), one ring per distinct layout of the seven matrices.
     pub fn new(be: &B, first: usize, host: Vec<Matrices<B::HostWeight>>, depth: usize) -> Result<Offload<B>> {
-        let Some(model) = host.first() else {
+        if host.is_empty() {
             return Err(Error::InvalidArgument("offload: no streamed layers".into()));
-        };
-        for (j, layer) in host.iter().enumerate() {
-            let same = layer.each().iter().zip(model.each()).all(|(a, b)| a.layout() == b.layout());
-            if !same {
-                return Err(Error::Unsupported {
-                    op: "offload",
-                    backend: be.name(),
-                    detail: format!(
-                        "streaming layer {} (its matrices' formats or shapes differ from layer {first}'s, \
-                         as in k-quant mixes; keep such layers resident with a larger --gpu-layers)",
-                        first + j
-                    ),
-                });
-            }
         }
-        let layer_bytes = model.each().iter().map(|w| w.bytes()).sum();
-        let slots = (0..depth.clamp(1, host.len()))
-            .map(|_| model.try_map(|w| be.weight_slot(w)))
-            .collect::<Result<Vec<_>>>()?;
-        let fences = Mutex::new((0..slots.len()).map(|_| None).collect());
-        Ok(Offload { first, host, slots, fences, layer_bytes })
+        let layout = |m: &Matrices<B::HostWeight>| m.each().map(|w| w.layout());
+        let mut layouts = Vec::new();
+        let mut members: Vec<Vec<usize>> = Vec::new();
+        let mut place = Vec::with_capacity(host.len());
+        for (j, layer) in host.iter().enumerate() {
+            let l = layout(layer);
+            let r = layouts.iter().position(|x| *x == l).unwrap_or_else(|| {
+                layouts.push(l);
+                members.push(Vec::new());
+                layouts.len() - 1
+            });
+            place.push((r, members[r].len()));
+            members[r].push(j);
+        }
+        let depth = depth.max(1);
+        let rings = members
+            .into_iter()
+            .map(|members| {
+                let model = &host[members[0]];
+                let slots = (0..depth.min(members.len()))
+                    .map(|_| model.try_map(|w| be.weight_slot(w)))
+                    .collect::<Result<Vec<_>>>()?;
+                Ok(Ring { members, slots })
+            })
+            .collect::<Result<Vec<Ring<B>>>>()?;
+        let fences = Mutex::new(rings.iter().map(|r| r.slots.iter().map(|_| None).collect()).collect());
+        Ok(Offload { first, host, rings, place, fences, depth })
     }
 
     /// The first streamed layer (the number of resident ones).
@@ -91,8 +109,9 @@ impl<B: Backend> Offload<B> {
         self.first
     }
 
+    /// Slots per ring: how many of a layout's layers are in flight at once.
     pub fn depth(&self) -> usize {
-        self.slots.len()
+        self.depth
     }
 
     /// Streamed layers among the first `n`.
@@ -100,37 +119,61 @@ impl<B: Backend> Offload<B> {
         n.saturating_sub(self.first)
     }
 
-    /// Queues the copies of the first streamed layers of a pass over `n` layers.
+    /// Bytes the streamed layers among the first `n` move to the device in one pass.
+    pub fn pass_bytes(&self, n: usize) -> usize {
+        self.host[..self.streamed(n).min(self.host.len())]
+            .iter()
+            .map(|m| m.each().iter().map(|w| w.bytes()).sum::<usize>())
+            .sum()
+    }
+
+    /// Queues the copies of the first streamed layers of each ring in a pass over `n` layers.
     pub fn begin(&self, be: &B, n: usize) -> Result<()> {
-        (0..self.depth().min(self.streamed(n))).try_for_each(|j| self.queue(be, j))
+        let streamed = self.streamed(n);
+        for ring in &self.rings {
+            for &j in ring.members.iter().take(ring.slots.len()).take_while(|&&j| j < streamed) {
+                self.queue(be, j)?;
+            }
+        }
+        Ok(())
     }
 
     /// Layer `i`'s slot (`i` streams), once its copy has landed for the compute queued from now on.
     pub fn slot(&self, be: &B, i: usize) -> Result<&LayerMatrices<B>> {
-        let s = (i - self.first) % self.depth();
-        let fence = lock(&self.fences)[s].take();
+        let (r, s) = self.slot_of(i - self.first);
+        let fence = lock(&self.fences)[r][s].take();
         let fence =
             fence.ok_or_else(|| Error::InvalidArgument(format!("offload: layer {i}'s copy was never queued")))?;
         be.wait_fence(fence)?;
-        Ok(&self.slots[s])
+        Ok(&self.rings[r].slots[s])
     }
 
-    /// Layer `i` has been queued for compute: its slot takes the streamed layer `depth` later.
+    /// Layer `i` has been queued for compute: its slot takes its ring's layer `depth` later.
     pub fn done(&self, be: &B, i: usize, n: usize) -> Result<()> {
         if i < self.first {
             return Ok(());
         }
-        let next = i - self.first + self.depth();
-        if next < self.streamed(n) { self.queue(be, next) } else { Ok(()) }
+        let (r, k) = self.place[i - self.first];
+        let ring = &self.rings[r];
+        match ring.members.get(k + ring.slots.len()) {
+            Some(&next) if next < self.streamed(n) => self.queue(be, next),
+            _ => Ok(()),
+        }
+    }
+
+    /// Streamed layer j's ring and slot.
+    fn slot_of(&self, j: usize) -> (usize, usize) {
+        let (r, k) = self.place[j];
+        (r, k % self.rings[r].slots.len())
     }
 
     /// Queues streamed layer `j`'s copy into its slot.
     fn queue(&self, be: &B, j: usize) -> Result<()> {
-        let s = j % self.depth();
+        let (r, s) = self.slot_of(j);
         let pairs: Vec<(&B::HostWeight, &Weight<B>)> =
-            self.host[j].each().into_iter().zip(self.slots[s].each()).collect();
+            self.host[j].each().into_iter().zip(self.rings[r].slots[s].each()).collect();
         let fence = be.stream_weights(&pairs)?;
-        lock(&self.fences)[s] = Some(fence);
+        lock(&self.fences)[r][s] = Some(fence);
         Ok(())
     }
 }

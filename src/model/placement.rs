@@ -35,6 +35,9 @@ pub struct Footprint {
     pub layer: u64,
     pub kv_cache: u64,
     pub n_layers: usize,
+    /// Distinct layer layouts (tensor types per layer: k-quant mixes have two or more), each of
+    /// which streams through its own ring (`offload.rs`).
+    pub layouts: usize,
 }
 
 impl Footprint {
@@ -42,22 +45,33 @@ impl Footprint {
     pub fn of(gguf: &Gguf, cfg: &Config, kv_slots: usize) -> Footprint {
         let mut fixed = 0u64;
         let mut layers = vec![0u64; cfg.n_layers];
+        let mut types: Vec<Vec<(String, u32)>> = vec![Vec::new(); cfg.n_layers];
         for t in &gguf.tensors {
-            let layer: Option<usize> =
-                t.name.strip_prefix("blk.").and_then(|r| r.split('.').next()).and_then(|i| i.parse().ok());
+            let mut parts = t.name.strip_prefix("blk.").map(|r| r.splitn(2, '.'));
+            let layer: Option<usize> = parts.as_mut().and_then(|p| p.next()).and_then(|i| i.parse().ok());
             match layer {
-                Some(i) if i < cfg.n_layers => layers[i] += t.n_bytes,
+                Some(i) if i < cfg.n_layers => {
+                    layers[i] += t.n_bytes;
+                    let role = parts.and_then(|mut p| p.next()).unwrap_or_default().to_string();
+                    types[i].push((role, t.type_id));
+                }
                 _ => fixed += t.n_bytes,
             }
         }
+        types.iter_mut().for_each(|t| t.sort());
+        types.sort();
+        types.dedup();
         let kv_cache = (cfg.n_layers * 2 * kv_slots * cfg.kv_dim() * 4) as u64;
-        Footprint { fixed, layer: layers.into_iter().max().unwrap_or(0), kv_cache, n_layers: cfg.n_layers }
+        let layer = layers.into_iter().max().unwrap_or(0);
+        Footprint { fixed, layer, kv_cache, n_layers: cfg.n_layers, layouts: types.len().max(1) }
     }
 
-    /// Bytes on the device with `resident` layers and a ring of `depth` slots.
+    /// Bytes on the device with `resident` layers and rings of `depth` slots (one ring per
+    /// layout: an upper bound when some layouts are all resident).
     pub fn need(&self, resident: usize, depth: usize) -> u64 {
         let streamed = self.n_layers - resident.min(self.n_layers);
-        self.fixed + self.kv_cache + (resident + depth.min(streamed)) as u64 * self.layer
+        let slots = (depth * self.layouts.max(1)).min(streamed);
+        self.fixed + self.kv_cache + (resident + slots) as u64 * self.layer
     }
 
     /// The placement for `--gpu-layers` and/or `--gpu-memory` (neither: all resident). With a
@@ -95,7 +109,7 @@ impl Footprint {
                     return Ok(Placement { resident: None, prefetch });
                 }
                 for depth in (1..=prefetch).rev() {
-                    let base = self.fixed + self.kv_cache + depth as u64 * self.layer;
+                    let base = self.need(0, depth);
                     if base <= budget {
                         let fit = ((budget - base) / self.layer.max(1)) as usize;
                         return Ok(Placement { resident: Some(fit.min(n - 1)), prefetch: depth });
@@ -164,7 +178,7 @@ mod tests {
     }
 
     fn footprint() -> Footprint {
-        Footprint { fixed: 100, layer: 10, kv_cache: 20, n_layers: 8 }
+        Footprint { fixed: 100, layer: 10, kv_cache: 20, n_layers: 8, layouts: 1 }
     }
 
     #[test]

@@ -69,7 +69,7 @@ impl<B: Backend> Weights<B> {
 
     /// Bytes streamed by one pass over the first `n` layers.
     pub fn streamed_bytes(&self, n: usize) -> u64 {
-        self.offload.as_ref().map_or(0, |o| (o.streamed(n) * o.layer_bytes) as u64)
+        self.offload.as_ref().map_or(0, |o| o.pass_bytes(n) as u64)
     }
 }
 
