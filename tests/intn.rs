@@ -37,8 +37,8 @@ fn round_trip_within_stated_bound() {
         let format = Format::Intn(f);
         for (seed, scale) in [(1, 0.02f32), (2, 1.0), (3, 300.0)] {
             let mut x = weights(k, seed + f.type_id() as u64, scale);
-            x[..f.group.len()].fill(0.0);
-            for v in &mut x[2 * f.group.len()..3 * f.group.len()] {
+            x[..f.group.size()].fill(0.0);
+            for v in &mut x[2 * f.group.size()..3 * f.group.size()] {
                 *v = v.abs() + scale;
             }
             let mut bytes = Vec::new();
@@ -50,7 +50,7 @@ fn round_trip_within_stated_bound() {
             for (block, (xb, yb)) in
                 bytes.chunks_exact(f.block_bytes()).zip(x.chunks(f.block_len()).zip(y.chunks(f.block_len())))
             {
-                for (g, (xg, yg)) in xb.chunks(f.group.len()).zip(yb.chunks(f.group.len())).enumerate() {
+                for (g, (xg, yg)) in xb.chunks(f.group.size()).zip(yb.chunks(f.group.size())).enumerate() {
                     let bound = bound(f, block, xb, g);
                     for (a, b) in xg.iter().zip(yg) {
                         assert!((a - b).abs() <= bound, "{} scale {scale}: {a} -> {b}, bound {bound}", f.name());
@@ -76,7 +76,7 @@ fn bound(f: Intn, block: &[u8], x: &[f32], g: usize) -> f32 {
         }
         Scheme::Nf4 => f16_at(block, 0) * (half_gap + 2f32.powi(-10)) + ulp,
         Scheme::Nf4Dq => {
-            let gx = &x[g * f.group.len()..(g + 1) * f.group.len()];
+            let gx = &x[g * f.group.size()..(g + 1) * f.group.size()];
             let a = gx.iter().fold(0.0f32, |m, v| m.max(v.abs()));
             let d = f16_at(block, 0);
             // The stored scale is within D/2 of a (plus D's own f16 rounding at c = 255).
@@ -123,7 +123,7 @@ fn reference_block(f: Intn, x: &[f32]) -> Vec<u8> {
             x.iter().map(|&v| nearest(v / a.to_f32())).collect()
         }
         Scheme::Nf4Dq => {
-            let g = f.group.len();
+            let g = f.group.size();
             let a: Vec<f32> = x.chunks(g).map(|c| c.iter().fold(0.0f32, |m, v| m.max(v.abs()))).collect();
             let d = f16::from_f32(a[0].max(a[1]) / 255.0);
             header[..2].copy_from_slice(&d.to_le_bytes());
@@ -147,8 +147,8 @@ fn reference_block(f: Intn, x: &[f32]) -> Vec<u8> {
 /// The index of the level nearest v by full search (ties to the lower index).
 fn nearest(v: f32) -> u32 {
     let mut best = 0;
-    for j in 1..16 {
-        if (v - NF4[j]).abs() < (v - NF4[best]).abs() {
+    for (j, level) in NF4.iter().enumerate() {
+        if (v - level).abs() < (v - NF4[best]).abs() {
             best = j;
         }
     }

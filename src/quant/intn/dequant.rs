@@ -43,7 +43,7 @@ pub(super) fn block(f: Intn, b: &[u8], y: &mut [f32]) {
         }
         Scheme::Nf4Dq => {
             let d = f16_at(b, 0);
-            let g = f.group.len();
+            let g = f.group.size();
             for (i, y) in y.iter_mut().enumerate() {
                 let scale = d * b[2 + i / g] as f32;
                 *y = scale * NF4[unpack(data, 4, i) as usize];

@@ -43,6 +43,8 @@ pub const ID_BASE: u32 = 1000;
 
 /// QLoRA's NormalFloat4 levels (Dettmers et al. 2023, "QLoRA", appendix E), as bitsandbytes
 /// stores them (`csrc/kernels.cu`, `dDequantizeNF4`): quantiles of N(0, 1) scaled to [-1, 1].
+/// The digits are bitsandbytes' (its f32 values printed in full); each rounds to that f32.
+#[allow(clippy::excessive_precision)]
 pub const NF4: [f32; 16] = [
     -1.0,
     -0.696_192_800_998_687_7,
@@ -84,7 +86,8 @@ pub enum Group {
 impl Group {
     pub const ALL: [Group; 3] = [Group::G32, Group::G64, Group::G128];
 
-    pub const fn len(self) -> usize {
+    /// Values in the group.
+    pub const fn size(self) -> usize {
         match self {
             Group::G32 => 32,
             Group::G64 => 64,
@@ -92,8 +95,8 @@ impl Group {
         }
     }
 
-    pub fn from_len(len: usize) -> Option<Group> {
-        Group::ALL.into_iter().find(|g| g.len() == len)
+    pub fn from_size(size: usize) -> Option<Group> {
+        Group::ALL.into_iter().find(|g| g.size() == size)
     }
 
     const fn index(self) -> u32 {
@@ -190,7 +193,7 @@ impl Intn {
     }
 
     pub const fn block_len(self) -> usize {
-        self.group.len() * self.scheme.groups_per_block()
+        self.group.size() * self.scheme.groups_per_block()
     }
 
     pub const fn block_bytes(self) -> usize {

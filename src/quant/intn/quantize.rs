@@ -71,7 +71,7 @@ pub fn quantize_block_row(f: Intn, src: &[f32], dst: &mut [u8]) {
                 nf4_codes(x, absmax.to_f32(), &mut q);
             }
             Scheme::Nf4Dq => {
-                let g = f.group.len();
+                let g = f.group.size();
                 let a: [f32; 2] =
                     std::array::from_fn(|j| x[j * g..(j + 1) * g].iter().fold(0.0f32, |m, v| m.max(v.abs())));
                 let d = scale_f16(a[0].max(a[1]) / 255.0);
