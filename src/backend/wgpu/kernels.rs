@@ -137,7 +137,7 @@ impl Variant {
         for &kernel in Kernel::ALL {
             match kernel {
                 Kernel::Matmul => {
-                    for format in Format::ALL {
+                    for format in Format::ALL.into_iter().filter(|&f| has_kernels(f)) {
                         for (subgroups, tpr, mb) in [(false, 32, 1), (false, 32, 8), (true, 32, 1), (true, 8, 8)] {
                             out.push(Variant { kernel, format: Some(format), subgroups, tpr, mb, f16: false });
                         }
@@ -155,7 +155,7 @@ impl Variant {
                     }
                 }
                 Kernel::MatmulTiled => {
-                    for format in Format::ALL {
+                    for format in Format::ALL.into_iter().filter(|&f| has_kernels(f)) {
                         for mb in TILED_SIDES {
                             for f16 in [false, true].into_iter().filter(|&h| !h || format.is_quantized()) {
                                 out.push(Variant { kernel, format: Some(format), mb, f16, ..Variant::plain(kernel) });
@@ -163,9 +163,12 @@ impl Variant {
                         }
                     }
                 }
-                Kernel::Embed => {
-                    out.extend(Format::ALL.into_iter().map(|f| Variant { format: Some(f), ..Variant::plain(kernel) }))
-                }
+                Kernel::Embed => out.extend(
+                    Format::ALL
+                        .into_iter()
+                        .filter(|&f| has_kernels(f))
+                        .map(|f| Variant { format: Some(f), ..Variant::plain(kernel) }),
+                ),
                 _ => out.push(Variant::plain(kernel)),
             }
         }
@@ -201,7 +204,7 @@ fn decoder32(format: Format) -> Option<&'static str> {
         Format::Q4_K => Some(shader!("decode32_q4_k")),
         Format::Q5_K => Some(shader!("decode32_q5_k")),
         Format::Q6_K => Some(shader!("decode32_q6_k")),
-        Format::F32 | Format::F16 | Format::BF16 => None,
+        Format::F32 | Format::F16 | Format::BF16 | Format::Intn(_) => None,
     }
 }
 
@@ -221,7 +224,14 @@ fn decoder(format: Format) -> &'static str {
         Format::Q4_K => shader!("decode_q4_k"),
         Format::Q5_K => shader!("decode_q5_k"),
         Format::Q6_K => shader!("decode_q6_k"),
+        Format::Intn(_) => "",
     }
+}
+
+/// Whether this backend has kernels for weights of `format` (the group-wise formats' are to come:
+/// upload refuses them meanwhile).
+pub fn has_kernels(format: Format) -> bool {
+    !matches!(format, Format::Intn(_))
 }
 
 /// The bit helpers both decoders of a k-quant share (`kquant.wgsl`); nothing for other formats.

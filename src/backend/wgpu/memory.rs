@@ -100,6 +100,13 @@ pub fn sync(be: &Wgpu) -> Result<()> {
 pub fn upload_weight(be: &Wgpu, format: Format, rows: usize, cols: usize, bytes: HostBytes) -> Result<Weight<Wgpu>> {
     let src = bytes.bytes();
     let row_bytes = check::upload_weight(format, rows, cols, src.len())?;
+    if !super::kernels::has_kernels(format) {
+        return Err(Error::Unsupported {
+            op: "upload_weight",
+            backend: "wgpu",
+            detail: format!("{} weights (no kernels for them yet; the cpu backend runs them)", format.name()),
+        });
+    }
     let per_part = part_rows(be.ctx.weight_part_bytes, format, row_bytes, rows)?;
     let parts = (0..rows.div_ceil(per_part).max(1))
         .map(|i| {
