@@ -99,7 +99,8 @@ fn upload_part(be: &Wgpu, format: Format, cols: usize, row0: usize, rows: usize,
     let buf = be.ctx.buffer((words.len() * 4) as u64, "weight")?;
     be.ctx.queue.write_buffer(&buf.buf, 0, bytemuck::cast_slice(&words));
     let at = |name: &str| format.fields().iter().position(|f| f.name == name).map(|i| fields[i]);
-    let d = at("dm").or(at("d")).unwrap_or(0);
+    // The group-wise formats' header word: (d, z), absmax, or (D, c0, c1).
+    let d = at("dm").or(at("d")).or(at("dz")).or(at("dc")).unwrap_or(0);
     let qh = at("qh").or(at("hmask")).unwrap_or(d);
     let info = [cols as u32, blocks as u32, qh, d, at("scales").unwrap_or(0), 0, 0, 0];
     Ok(WeightPart { row0, rows, buf, info, fields })
