@@ -1,19 +1,16 @@
 // intn      helpers of the group-wise INT-b / NF4 decoders (decode_int*.wgsl, decode_nf4*.wgsl and their decode32_*):
-//           QLoRA's NF4 levels and unsigned bytes
-// Layout    words in, values out: reads no buffer, so both the u32 (decode_*) and vec4<u32> (decode32_*) kernels join it;
-//           the composer puts `const INTN_SHIFT` before it: log2 of a block's 32-value runs (block = 32 << INTN_SHIFT values)
+//           NF4 level lookup, unsigned bytes, INT-b headers
+// Layout    weights read through `word(i)` (common.wgsl, matmul_vec.wgsl), so both the u32 and the vec4<u32> kernels join
+//           it; NF4 weights carry their 16 levels as f32 bits at word info.sc (wgpu/repack.rs); the composer puts
+//           `const INTN_SHIFT` first: a block (a group; NF4_DQ two) is 32 << INTN_SHIFT values
 // Launch    none (library text, joined before the group-wise decoders)
-// Numerics  the levels are bitsandbytes' f32 constants (src/quant/intn/mod.rs `NF4`), each written so it parses to that f32
+// Numerics  the levels are bitsandbytes' f32 constants (src/quant/intn/mod.rs `NF4`), bit for bit
 
-const NF4_LEVELS = array<f32, 16>(
-    -1.0, -0.6961928009986877, -0.5250730514526367, -0.39491748809814453,
-    -0.28444138169288635, -0.18477343022823334, -0.09105003625154495, 0.0,
-    0.07958029955625534, 0.16093020141124725, 0.24611230194568634, 0.33791524171829224,
-    0.44070982933044434, 0.5626170039176941, 0.7229568362236023, 1.0);
-
-// The NF4 levels of four codes (each 0..15).
-fn nf4x4(c: vec4<u32>) -> vec4<f32> {
-    return vec4<f32>(NF4_LEVELS[c.x], NF4_LEVELS[c.y], NF4_LEVELS[c.z], NF4_LEVELS[c.w]);
+// The NF4 levels of four codes (each 0..15) from the weight's 16-word level table at word `at` (info.sc): loads
+// that stay in cache. (A constant array indexed by a run-time code is a private-memory copy per call: on lavapipe
+// an NF4 GEMV with one ran past the device wait's timeout.)
+fn nf4x4(at: u32, c: vec4<u32>) -> vec4<f32> {
+    return bitcast<vec4<f32>>(vec4<u32>(word(at + c.x), word(at + c.y), word(at + c.z), word(at + c.w)));
 }
 
 // Four unsigned bytes of a word, lowest first, as f32.

@@ -56,6 +56,7 @@ pub fn ggml_type_geometry(type_id: u32) -> Option<(u64, u64)> {
         34 => (256, 54),
         35 => (256, 66),
         39 => (32, 17), // MXFP4
-        _ => return None,
+        // Ultra's group-wise formats (`quant::intn`), outside ggml's range.
+        id => crate::quant::intn::Intn::from_type_id(id).map(|f| (f.block_len() as u64, f.block_bytes() as u64))?,
     })
 }

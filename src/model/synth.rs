@@ -259,6 +259,8 @@ fn file_type(weights: WeightType) -> u32 {
         Format::Q4_K => 14,
         Format::Q5_K => 16,
         Format::Q6_K => 18,
+        // Ours: no llama_ftype; the type id itself (llama.cpp refuses such files anyway).
+        Format::Intn(f) => f.type_id(),
     }
 }
 

@@ -30,6 +30,7 @@ pub fn dequantize_row(format: Format, src: &[u8], dst: &mut [f32]) {
         Format::Q4_K => kquant::dequantize_row_q4_k(src, dst),
         Format::Q5_K => kquant::dequantize_row_q5_k(src, dst),
         Format::Q6_K => kquant::dequantize_row_q6_k(src, dst),
+        Format::Intn(f) => super::intn::dequantize_block_row(f, src, dst),
     }
 }
 

@@ -4,6 +4,7 @@
 //! A row of `cols` values is `cols / block_len` blocks stored back to back. Each format has a
 //! scalar dequantizer (the reference every kernel is tested against) and, where it can be
 //! quantized, a quantizer reproducing the `gguf` Python package's reference bytes.
+//! Ultra's own group-wise formats (INT8/4/2, NF4) are `Format::Intn`, ids outside ggml's (`intn`).
 
 use crate::error::{Error, Result};
 
@@ -24,10 +25,28 @@ pub enum Format {
     Q4_K,
     Q5_K,
     Q6_K,
+    /// Group-wise INT8/INT4/INT2 and NF4 (`intn`), type ids from 1000.
+    Intn(intn::Intn),
 }
 
 impl Format {
-    pub const ALL: [Format; 13] = [
+    /// ggml's formats this engine reads, then ours (`intn::ALL`).
+    pub const ALL: [Format; 28] = {
+        let mut all = [Format::F32; 28];
+        let mut i = 0;
+        while i < 13 {
+            all[i] = Format::GGML[i];
+            i += 1;
+        }
+        while i < 28 {
+            all[i] = Format::Intn(intn::ALL[i - 13]);
+            i += 1;
+        }
+        all
+    };
+
+    /// The ggml formats: what llama.cpp reads too.
+    pub const GGML: [Format; 13] = [
         Format::F32,
         Format::F16,
         Format::BF16,
@@ -59,6 +78,7 @@ impl Format {
             Format::Q5_K => 13,
             Format::Q6_K => 14,
             Format::BF16 => 30,
+            Format::Intn(f) => f.type_id(),
         }
     }
 
@@ -72,7 +92,10 @@ impl Format {
     }
 
     pub const fn name(self) -> &'static str {
-        ggml_type_name(self.ggml_id())
+        match self {
+            Format::Intn(f) => f.name(),
+            _ => ggml_type_name(self.ggml_id()),
+        }
     }
 
     /// Values per block (one for float formats: a "block" is one value; 256 for the k-quants'
@@ -82,6 +105,7 @@ impl Format {
             Format::F32 | Format::F16 | Format::BF16 => 1,
             Format::Q4_0 | Format::Q4_1 | Format::Q5_0 | Format::Q5_1 | Format::Q8_0 => 32,
             Format::Q2_K | Format::Q3_K | Format::Q4_K | Format::Q5_K | Format::Q6_K => kquant::QK_K,
+            Format::Intn(f) => f.block_len(),
         }
     }
 
@@ -142,6 +166,7 @@ impl Format {
                 BlockField { name: "scales", start: 192, end: 208 },
                 BlockField { name: "d", start: 208, end: 210 },
             ],
+            Format::Intn(f) => &INTN_FIELDS[f.scheme as usize * 3 + f.group as usize],
         }
     }
 
@@ -165,6 +190,7 @@ impl Format {
             Format::Q4_K => kquant::Q4_K_BLOCK_BYTES,
             Format::Q5_K => kquant::Q5_K_BLOCK_BYTES,
             Format::Q6_K => kquant::Q6_K_BLOCK_BYTES,
+            Format::Intn(f) => f.block_bytes(),
         }
     }
 
@@ -191,6 +217,18 @@ impl Format {
         Format::ALL.into_iter().find(|f| f.name().eq_ignore_ascii_case(name))
     }
 }
+
+/// `Format::fields` of the group-wise formats, in `intn::ALL` order.
+static INTN_FIELDS: [[BlockField; 2]; 15] = {
+    let mut all = [[BlockField { name: "", start: 0, end: 0 }; 2]; 15];
+    let mut i = 0;
+    while i < 15 {
+        let [(n0, s0, e0), (n1, s1, e1)] = intn::ALL[i].fields();
+        all[i] = [BlockField { name: n0, start: s0, end: e0 }, BlockField { name: n1, start: s1, end: e1 }];
+        i += 1;
+    }
+    all
+};
 
 /// One field of a block: bytes `start..end` of every block (see `Format::fields`).
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -249,6 +287,7 @@ pub const fn ggml_type_name(id: u32) -> &'static str {
 }
 
 mod dequant;
+pub mod intn;
 pub mod kquant;
 mod quantize;
 pub use dequant::dequantize_row;

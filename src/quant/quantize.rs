@@ -66,6 +66,7 @@ pub fn quantize_row_into(format: Format, src: &[f32], dst: &mut [u8]) {
         Format::Q4_K => kquant::quantize_row_q4_k(src, dst),
         Format::Q5_K => kquant::quantize_row_q5_k(src, dst),
         Format::Q6_K => kquant::quantize_row_q6_k(src, dst),
+        Format::Intn(f) => super::intn::quantize_block_row(f, src, dst),
     }
 }
 

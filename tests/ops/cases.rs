@@ -279,9 +279,9 @@ fn k_for(format: Format, k: usize) -> usize {
     k.next_multiple_of(format.block_len())
 }
 
-/// Cases that must fail with `Error::Unsupported` instead of running, by backend. None today:
-/// every format has kernels on every backend. A format that lands on one backend first lists its
-/// cases here, so the table checks the others refuse it cleanly.
+/// Cases that must fail with `Error::Unsupported` instead of running, by backend: a format that
+/// lands on one backend first lists its cases here, so the table checks the others refuse it
+/// cleanly. None today: every format has kernels on every backend.
 pub fn unsupported_on(_backend: &str, _op: &Op) -> bool {
     false
 }

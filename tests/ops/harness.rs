@@ -4,6 +4,7 @@
 use half::{bf16, f16};
 use ultra::backend::{DType, HostBytes, Tensor, Weight};
 use ultra::quant::dequantize_row;
+use ultra::quant::intn::Scheme;
 use ultra::{Backend, Format};
 
 use crate::cases::{self, Family, Tolerance};
@@ -55,6 +56,18 @@ pub fn random_weight(rng: &mut Rng, format: Format, rows: usize, cols: usize) ->
             Format::F32 => bytes.extend(x.to_le_bytes()),
             Format::F16 => bytes.extend(f16::from_f32(x).to_le_bytes()),
             Format::BF16 => bytes.extend(bf16::from_f32(x).to_le_bytes()),
+            Format::Intn(f) => {
+                // d (or absmax, D) of either sign; z within the levels (INT), 8-bit group scales (NF4_DQ).
+                let sign = if rng.below(2) == 0 { -1.0 } else { 1.0 };
+                bytes.extend(f16::from_f32(sign * rng.uniform(0.002, 0.03)).to_le_bytes());
+                let levels = 1 << f.scheme.bits();
+                bytes.extend(match f.scheme {
+                    Scheme::Nf4 => [0, 0],
+                    Scheme::Nf4Dq => [rng.below(256) as u8, rng.below(256) as u8],
+                    _ => [rng.below(levels) as u8, 0],
+                });
+                bytes.extend((4..format.block_bytes()).map(|_| rng.next_u64() as u8));
+            }
             _ if format.is_kquant() => {
                 // Random quants and sub-block scales; the f16 super-block scale(s) in [0.001, 0.01].
                 let start = bytes.len();

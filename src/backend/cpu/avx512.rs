@@ -42,6 +42,7 @@ fn tag(format: Format) -> Option<u8> {
         Format::Q8_0 => Some(Q8_0),
         Format::F32 | Format::F16 | Format::BF16 | Format::Q5_0 | Format::Q5_1 => None,
         Format::Q2_K | Format::Q3_K | Format::Q4_K | Format::Q5_K | Format::Q6_K => None,
+        Format::Intn(_) => None,
     }
 }
 

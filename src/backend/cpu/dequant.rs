@@ -21,6 +21,7 @@ pub fn dequantize_row_fast(format: Format, src: &[u8], dst: &mut [f32]) {
         Format::F32 | Format::F16 | Format::BF16 | Format::Q5_0 | Format::Q5_1 => dequantize_row(format, src, dst),
         // The k-quants' reference dequantizers are already loops over fixed-size blocks.
         Format::Q2_K | Format::Q3_K | Format::Q4_K | Format::Q5_K | Format::Q6_K => dequantize_row(format, src, dst),
+        Format::Intn(_) => dequantize_row(format, src, dst),
     }
 }
 

@@ -23,7 +23,7 @@ use super::buffer::{CpuWeight, f32s, f32s_mut, weight_storage};
 use super::dequant::dequantize_row_fast;
 use super::{Cpu, simd};
 #[cfg(target_arch = "x86_64")]
-use super::{avx512, kquant};
+use super::{avx512, intn, kquant};
 
 /// Weight rows per task: enough work to amortize scheduling (a 576 × 576 decode matmul is little
 /// work in all: benches/notes/cpu.md), small enough to balance 2–16 cores (576 columns → 18
@@ -81,7 +81,9 @@ pub fn matmul(x: &Tensor<Cpu>, w: &Weight<Cpu>, dst: &mut Tensor<Cpu>) -> Result
     }
     let out = Columns { ptr: dst.as_mut_ptr(), len: dst.len() };
     #[cfg(target_arch = "x86_64")]
-    if m < FUSED_MAX_M && (avx512::handles(storage.format()) || kquant::handles(storage.format())) {
+    let fused = [avx512::handles, kquant::handles, intn::handles].iter().any(|h| h(storage.format()));
+    #[cfg(target_arch = "x86_64")]
+    if m < FUSED_MAX_M && fused {
         (0..n.div_ceil(TILE_N)).into_par_iter().for_each(|tile| {
             let (n0, n1) = (tile * TILE_N, ((tile + 1) * TILE_N).min(n));
             // SAFETY: this task is the only one writing columns n0..n1 of dst.
@@ -123,6 +125,8 @@ unsafe fn fused_tile(
             let values = &mut values[..group.len()];
             if w.format().is_kquant() {
                 kquant::dot_quant(w.format(), &rows[..group.len()], x_i, values);
+            } else if intn::handles(w.format()) {
+                intn::dot_quant(w.format(), &rows[..group.len()], x_i, values);
             } else {
                 avx512::dot_quant(w.format(), &rows[..group.len()], x_i, values);
             }
@@ -161,6 +165,11 @@ fn weight_rows<'a>(
         #[cfg(target_arch = "x86_64")]
         if kquant::handles(w.format()) {
             kquant::dequantize_row(w.format(), w.row(r), &mut chunk[..k]);
+            continue;
+        }
+        #[cfg(target_arch = "x86_64")]
+        if intn::handles(w.format()) {
+            intn::dequantize_row(w.format(), w.row(r), &mut chunk[..k]);
             continue;
         }
         #[cfg(target_arch = "x86_64")]

@@ -9,6 +9,8 @@ mod buffer;
 mod dequant;
 mod elementwise;
 mod embed;
+#[cfg(target_arch = "x86_64")]
+mod intn;
 mod isa;
 #[cfg(target_arch = "x86_64")]
 mod kquant;

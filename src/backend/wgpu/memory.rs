@@ -79,7 +79,7 @@ pub fn upload_weight(be: &Wgpu, format: Format, rows: usize, cols: usize, bytes:
 /// Rows per part: as even as the fewest parts of at most `limit` bytes (repacked) allow.
 fn part_rows(limit: u64, format: Format, row_bytes: usize, rows: usize) -> Result<usize> {
     // Repacking pads each section to a word and the whole to a vec4.
-    let slack = 4 * format.fields().len() as u64 + 16;
+    let slack = 4 * format.fields().len() as u64 + 16 + 64; // + NF4's level table
     let fit = (limit.saturating_sub(slack) / row_bytes.max(1) as u64) as usize;
     if fit == 0 {
         return Err(Error::Unsupported {
@@ -102,7 +102,9 @@ fn upload_part(be: &Wgpu, format: Format, cols: usize, row0: usize, rows: usize,
     // The group-wise formats' header word: (d, z), absmax, or (D, c0, c1).
     let d = at("dm").or(at("d")).or(at("dz")).or(at("dc")).unwrap_or(0);
     let qh = at("qh").or(at("hmask")).unwrap_or(d);
-    let info = [cols as u32, blocks as u32, qh, d, at("scales").unwrap_or(0), 0, 0, 0];
+    // The k-quants' packed scales, or NF4's level table (the section after the fields).
+    let sc = at("scales").or(fields.get(format.fields().len()).copied()).unwrap_or(0);
+    let info = [cols as u32, blocks as u32, qh, d, sc, 0, 0, 0];
     Ok(WeightPart { row0, rows, buf, info, fields })
 }
 

@@ -21,11 +21,11 @@
 //! Scales (`scales`, `d`, `dm`) keep their GGUF bytes. The sizes add up to the GGUF bytes (up to
 //! padding).
 
-use crate::quant::intn::HEADER_BYTES;
+use crate::quant::intn::{HEADER_BYTES, NF4, Scheme};
 use crate::quant::{BlockField, Format};
 
 /// The words of a weight in the kernels' layout and the word offset of each section
-/// (`Format::fields` order).
+/// (`Format::fields` order, then NF4's level table).
 pub fn repack(format: Format, src: &[u8]) -> (Vec<u32>, Vec<u32>) {
     let mut bytes: Vec<u8> = Vec::with_capacity(src.len() + 16 * format.fields().len());
     let mut offsets = Vec::with_capacity(format.fields().len());
@@ -38,6 +38,11 @@ pub fn repack(format: Format, src: &[u8]) -> (Vec<u32>, Vec<u32>) {
             }
         }
         bytes.resize(bytes.len().next_multiple_of(4), 0);
+    }
+    // NF4: the 16 levels as f32 bits, one more section (info.sc; shaders/intn.wgsl).
+    if matches!(format, Format::Intn(f) if matches!(f.scheme, Scheme::Nf4 | Scheme::Nf4Dq)) {
+        offsets.push((bytes.len() / 4) as u32);
+        NF4.iter().for_each(|l| bytes.extend_from_slice(&l.to_le_bytes()));
     }
     // Whole vec4s: matmul_vec binds the buffer as array<vec4<u32>>.
     bytes.resize(bytes.len().next_multiple_of(16), 0);
