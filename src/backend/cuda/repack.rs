@@ -172,7 +172,8 @@ pub fn repack_intn(f: Intn, src: &[u8]) -> (Vec<u8>, Vec<u8>) {
             qs.extend(data.iter().map(|q| q ^ 0x80));
             continue;
         }
-        let levels: Vec<u8> = (0..block_len).map(|i| (data[bits * i / 8] >> (bits * i % 8)) & ((1 << bits) - 1)).collect();
+        let levels: Vec<u8> =
+            (0..block_len).map(|i| (data[bits * i / 8] >> (bits * i % 8)) & ((1 << bits) - 1)).collect();
         for run in levels.chunks_exact(32) {
             match bits {
                 4 => qs.extend_from_slice(&nibbles(run)),
