@@ -31,6 +31,8 @@ enum Command {
     Info(InfoArgs),
     /// The models known by name, their sizes and whether they are cached; `--fetch` fetches.
     Models(ModelsArgs),
+    /// Convert a model's matrices to another format (int4, nf4, q4_k_m, ...), written as GGUF.
+    Quantize(cli::quantize::QuantizeArgs),
     /// Write a GGUF with random weights of a real model's shape.
     Synth(SynthArgs),
     /// Prefill and decode speed: median, min and max of several runs.
@@ -51,6 +53,7 @@ fn main() -> ExitCode {
         Command::Perplexity(args) => cli::perplexity::run(args),
         Command::Info(args) => cli::info::run(args),
         Command::Models(args) => cli::models::run(args),
+        Command::Quantize(args) => cli::quantize::run(args),
         Command::Synth(args) => cli::synth::run(args),
         Command::Bench(args) => cli::bench::run(args),
         Command::Serve(args) => cli::serve::run(args),

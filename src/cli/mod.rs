@@ -7,6 +7,7 @@ pub mod generate;
 pub mod info;
 pub mod models;
 pub mod perplexity;
+pub mod quantize;
 pub mod request;
 pub mod serve;
 pub mod synth;

@@ -72,6 +72,9 @@ impl<B: Backend> Loader<'_, B> {
             )));
         }
         let format = info.format()?;
+        if let Format::Intn(_) = format {
+            crate::quant::intn::check_version(self.gguf)?;
+        }
         self.backend.upload_weight(format, rows, cols, self.gguf.tensor_bytes(info))
     }
 

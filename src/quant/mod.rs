@@ -290,5 +290,6 @@ mod dequant;
 pub mod intn;
 pub mod kquant;
 mod quantize;
+pub mod target;
 pub use dequant::dequantize_row;
 pub use quantize::{f32_to_bf16_bits, quantize_row, quantize_row_into};

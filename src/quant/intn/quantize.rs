@@ -1,18 +1,26 @@
 //! Reference quantizers of the group-wise formats (layout in mod.rs). Rounding, stated:
 //!
-//! - INT-b (n = 2^b - 1 levels above 0): min/max asymmetric over the range widened to hold 0,
-//!   `lo = min(0, min x)`, `hi = max(0, max x)`; `d = f16(round-to-nearest-even((hi - lo) / n))`,
-//!   then with that stored d: `z = clamp(round(-lo / d), 0, n)` and
-//!   `q = clamp(round(x / d) + z, 0, n)`, `round` being half away from zero (`f32::round`).
-//!   Since the grid d·(q - z) holds 0 and ends within d/2 of lo and hi, the error is at most
-//!   d/2, plus n·d·2^-11 at the ends from d's f16 rounding (the bound tests/intn.rs checks).
+//! - INT-b (n = 2^b - 1 levels above 0): the (d, z) of least weighted squared error among a few
+//!   candidates (weights `rms(x) + |x|`, as llama.cpp's k-quant search), each value then rounded
+//!   to its nearest level. Candidate 0 is min/max over the
+//!   range widened to hold 0, `lo = min(0, min x)`, `hi = max(0, max x)`,
+//!   `d = f16((hi - lo) / n)`, `z = clamp(round(-lo / d), 0, n)`: its error is at most d/2 (plus
+//!   n·d·2^-11 at the ends from d's f16 rounding). The others, as llama.cpp's `make_qkx2_quants`
+//!   searches its k-quant scales, start from levels `round((x - lo)·(n + δ) / (hi - lo))` for
+//!   δ = -1, -0.9, ..., 1, fit `x ≈ a·q + b` by least squares, take `z = clamp(round(-b / a), 0, n)`
+//!   and the least-squares d for that z, and reassign the levels twice. For every candidate
+//!   `q = clamp(round(x / d) + z, 0, n)` with the stored f16 d; `round` is half away from zero
+//!   (`f32::round`); ties in the error keep the earlier candidate. So the squared error is never
+//!   above min/max's, and since 0 is always a level no value ends further from its level than
+//!   from 0 (the bounds tests/intn.rs checks); a search may clip outliers, min/max never does.
 //!   A group of zeros (or one whose d underflows f16) is d = 0, z = 0, q = 0.
-//! - NF4: `absmax = f16(max |x|)`; each value's code is the nearest level of `x / absmax`
-//!   (division in f32), found against the f32 midpoints of neighbouring levels; a value exactly
-//!   on a midpoint takes the lower level. absmax = 0 gives code 7 (the level 0.0).
-//! - NF4_DQ: per group g `a_g = max |x|` over its G values; `D = f16(max(a_0, a_1) / 255)`;
-//!   `c_g = clamp(round(a_g / D), 1, 255)` (0 only for a group of zeros); the codes as NF4 with
-//!   the stored scale `D·c_g` in place of absmax.
+//! - NF4: the scale `s = f16(max |x| · (1 - i/32))`, i = 0 … 16, of least weighted squared error (i = 0
+//!   is QLoRA's absmax; ties keep the smaller i), and each value's code the nearest level of
+//!   `x / s` (division in f32), found against the f32 midpoints of neighbouring levels; a value
+//!   exactly on a midpoint takes the lower level. A group of zeros has s = 0 and code 7 (0.0).
+//! - NF4_DQ: per group g the NF4 search's scale s_g (before f16); `D = f16(max(s_0, s_1) / 255)`;
+//!   `c_g = clamp(round(s_g / D), 1, 255)` (0 only for a group of zeros); the codes as NF4 with
+//!   the stored scale `D·c_g`.
 //!
 //! Scales saturate at f16's largest finite value; non-finite inputs give some bytes, never a panic.
 
@@ -66,14 +74,13 @@ pub fn quantize_block_row(f: Intn, src: &[f32], dst: &mut [u8]) {
         match f.scheme {
             Scheme::Int8 | Scheme::Int4 | Scheme::Int2 => int_group(x, f.scheme.bits(), header, &mut q),
             Scheme::Nf4 => {
-                let absmax = scale_f16(x.iter().fold(0.0f32, |m, v| m.max(v.abs())));
-                header.copy_from_slice(&[absmax.to_le_bytes()[0], absmax.to_le_bytes()[1], 0, 0]);
-                nf4_codes(x, absmax.to_f32(), &mut q);
+                let s = scale_f16(nf4_scale(x, true));
+                header.copy_from_slice(&[s.to_le_bytes()[0], s.to_le_bytes()[1], 0, 0]);
+                nf4_codes(x, s.to_f32(), &mut q);
             }
             Scheme::Nf4Dq => {
                 let g = f.group.size();
-                let a: [f32; 2] =
-                    std::array::from_fn(|j| x[j * g..(j + 1) * g].iter().fold(0.0f32, |m, v| m.max(v.abs())));
+                let a: [f32; 2] = std::array::from_fn(|j| nf4_scale(&x[j * g..(j + 1) * g], false));
                 let d = scale_f16(a[0].max(a[1]) / 255.0);
                 let c = a.map(|a| code_scale(a, d.to_f32()));
                 header.copy_from_slice(&[d.to_le_bytes()[0], d.to_le_bytes()[1], c[0], c[1]]);
@@ -86,23 +93,94 @@ pub fn quantize_block_row(f: Intn, src: &[f32], dst: &mut [u8]) {
     }
 }
 
-/// An INT-b group: header = [d: f16][z: u8][0], q = its levels.
+/// An INT-b group: header = [d: f16][z: u8][0], q = its levels (module doc).
 fn int_group(x: &[f32], bits: usize, header: &mut [u8], q: &mut [u8]) {
     let n = ((1u32 << bits) - 1) as f32;
     let lo = x.iter().fold(0.0f32, |m, &v| m.min(v));
     let hi = x.iter().fold(0.0f32, |m, &v| m.max(v));
-    let d = scale_f16((hi - lo) / n);
-    let dq = d.to_f32();
-    if dq == 0.0 || !dq.is_finite() {
+    // Errors weighted as llama.cpp weighs its k-quant scale search: av + |x|, av the rms.
+    let av = (x.iter().map(|v| v * v).sum::<f32>() / x.len() as f32).sqrt();
+    let w: Vec<f32> = x.iter().map(|v| av + v.abs()).collect();
+    let mut best: Option<(f32, f16, f32)> = None;
+    let mut consider = |d: f16, z: f32, levels: &mut [u8]| {
+        let dq = d.to_f32();
+        if !(dq > 0.0 && dq.is_finite()) {
+            return;
+        }
+        let err = assign(x, &w, dq, z, n, levels);
+        if best.is_none_or(|(e, _, _)| err < e) {
+            best = Some((err, d, z));
+        }
+    };
+    let mut levels = vec![0u8; x.len()];
+    let d0 = scale_f16((hi - lo) / n);
+    consider(d0, (-lo / d0.to_f32()).round().clamp(0.0, n), &mut levels);
+    if hi > lo {
+        for step in 0..=20 {
+            let iscale = (n - 1.0 + 0.1 * step as f32) / (hi - lo);
+            for (l, &v) in levels.iter_mut().zip(x) {
+                *l = ((v - lo) * iscale).round().clamp(0.0, n) as u8;
+            }
+            let Some((a, b)) = fit_line(x, &w, &levels) else { continue };
+            if a <= 0.0 {
+                continue;
+            }
+            let z = (-b / a).round().clamp(0.0, n);
+            for _ in 0..2 {
+                let Some(d) = fit_scale(x, &w, &levels, z) else { break };
+                let d = scale_f16(d);
+                if d.to_f32() <= 0.0 {
+                    break;
+                }
+                consider(d, z, &mut levels);
+            }
+        }
+    }
+    let Some((_, d, z)) = best else {
         header.copy_from_slice(&[0; 4]);
         q.fill(0);
         return;
-    }
-    let z = (-lo / dq).round().clamp(0.0, n);
-    for (q, &v) in q.iter_mut().zip(x) {
-        *q = ((v / dq).round() + z).clamp(0.0, n) as u8;
-    }
+    };
+    assign(x, &w, d.to_f32(), z, n, q);
     header.copy_from_slice(&[d.to_le_bytes()[0], d.to_le_bytes()[1], z as u8, 0]);
+}
+
+/// levels = clamp(round(x / d) + z, 0, n); returns the weighted squared error of d·(q - z).
+fn assign(x: &[f32], w: &[f32], d: f32, z: f32, n: f32, levels: &mut [u8]) -> f32 {
+    let mut err = 0.0;
+    for ((l, &v), &w) in levels.iter_mut().zip(x).zip(w) {
+        let q = ((v / d).round() + z).clamp(0.0, n);
+        *l = q as u8;
+        let e = d * (q - z) - v;
+        err += w * e * e;
+    }
+    err
+}
+
+/// The least-squares line x ≈ a·q + b, if the levels are not all equal.
+fn fit_line(x: &[f32], w: &[f32], q: &[u8]) -> Option<(f32, f32)> {
+    let (mut sw, mut sq, mut sx, mut sqq, mut sqx) = (0.0f64, 0.0f64, 0.0f64, 0.0f64, 0.0f64);
+    for ((&l, &v), &w) in q.iter().zip(x).zip(w) {
+        let (l, v, w) = (l as f64, v as f64, w as f64);
+        (sw, sq, sx, sqq, sqx) = (sw + w, sq + w * l, sx + w * v, sqq + w * l * l, sqx + w * l * v);
+    }
+    let len = sw;
+    let det = len * sqq - sq * sq;
+    if det <= 0.0 {
+        return None;
+    }
+    let a = (len * sqx - sq * sx) / det;
+    Some((a as f32, ((sx - a * sq) / len) as f32))
+}
+
+/// The least-squares d of x ≈ d·(q - z), if some level differs from z.
+fn fit_scale(x: &[f32], w: &[f32], q: &[u8], z: f32) -> Option<f32> {
+    let (mut num, mut den) = (0.0f64, 0.0f64);
+    for ((&l, &v), &w) in q.iter().zip(x).zip(w) {
+        let (t, w) = (l as f64 - z as f64, w as f64);
+        (num, den) = (num + w * v as f64 * t, den + w * t * t);
+    }
+    (den > 0.0).then(|| (num / den) as f32)
 }
 
 /// The 8-bit multiple of `d` closest to `a` (at least 1 unless `a` is 0).
@@ -111,6 +189,26 @@ fn code_scale(a: f32, d: f32) -> u8 {
         return 0;
     }
     (a / d).round().clamp(1.0, 255.0) as u8
+}
+
+/// The NF4 scale of least squared error among `max |x| · (1 - i/32)`, i = 0 … 16 (module doc),
+/// each candidate rounded to f16 first when `stored`.
+fn nf4_scale(x: &[f32], stored: bool) -> f32 {
+    let absmax = x.iter().fold(0.0f32, |m, v| m.max(v.abs()));
+    let av = (x.iter().map(|v| v * v).sum::<f32>() / x.len() as f32).sqrt();
+    let mut best = (f32::INFINITY, absmax);
+    for i in 0..=16 {
+        let s = absmax * (1.0 - i as f32 / 32.0);
+        let s = if stored { scale_f16(s).to_f32() } else { s };
+        if !(s > 0.0 && s.is_finite()) {
+            continue;
+        }
+        let err: f32 = x.iter().map(|&v| (av + v.abs()) * (s * NF4[nf4_code(v / s) as usize] - v).powi(2)).sum();
+        if err < best.0 {
+            best = (err, s);
+        }
+    }
+    best.1
 }
 
 /// q = the NF4 codes of x under `scale` (code 7, the level 0, when scale is 0).

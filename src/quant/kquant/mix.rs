@@ -130,7 +130,7 @@ impl Mix {
 }
 
 /// llama.cpp's `tensor_type_fallback` for rows that do not hold whole blocks of `format`.
-fn fallback(format: Format, cols: usize) -> Format {
+pub fn fallback(format: Format, cols: usize) -> Format {
     if cols.is_multiple_of(format.block_len()) {
         return format;
     }

@@ -1,0 +1,128 @@
+//! `ultra quantize`: a GGUF file's matrices in another format (`quant::target` decides which
+//! tensor gets which), written as GGUF: ggml's formats with their standard type ids, so
+//! llama.cpp reads the file; ours with type ids from 1000 and `ultra.quant.version`.
+
+use std::collections::BTreeMap;
+use std::io::BufWriter;
+use std::path::PathBuf;
+
+use anyhow::{Context, Result, bail};
+use clap::Args;
+use indicatif::{ProgressBar, ProgressStyle};
+
+use super::ModelArgs;
+use ultra::gguf::{GgufWriter, Value};
+use ultra::model::Config;
+use ultra::quant::intn::{VERSION, VERSION_KEY};
+use ultra::quant::kquant::mix::MixModel;
+use ultra::quant::target::{DEFAULT_KEEP, ROLES, Target, bits_per_weight, convert};
+
+#[derive(Args, Clone, Debug)]
+pub struct QuantizeArgs {
+    #[command(flatten)]
+    pub model: ModelArgs,
+    /// int8, int4, int2, nf4, nf4_dq (Ultra's group-wise formats), or ggml's q4_0, q4_1, q5_0,
+    /// q5_1, q8_0, q2_k, q3_k, q3_k_m, q4_k, q4_k_m, q5_k, q5_k_m, q6_k (also f16, bf16, f32).
+    #[arg(long = "to", value_name = "FORMAT")]
+    pub to: String,
+    /// Values per group for int8/int4/int2/nf4/nf4_dq: 32, 64 or 128 (default 32 for int8, 128
+    /// otherwise).
+    #[arg(long)]
+    pub group_size: Option<usize>,
+    /// Roles that keep the source's type (a float source: at most as lossy as 8 bits), comma
+    /// separated: token_embd, output, attn_q, attn_k, attn_v, attn_output, ffn_gate, ffn_up,
+    /// ffn_down; `none` for none.
+    #[arg(long, value_delimiter = ',', default_values_t = DEFAULT_KEEP.map(String::from))]
+    pub keep: Vec<String>,
+    #[arg(long)]
+    pub out: PathBuf,
+}
+
+pub fn run(args: QuantizeArgs) -> Result<()> {
+    let target = Target::parse(&args.to, args.group_size)?;
+    let keep: Vec<String> = args.keep.iter().map(|k| k.trim().to_ascii_lowercase()).filter(|k| k != "none").collect();
+    if let Some(bad) = keep.iter().find(|k| !ROLES.contains(&k.as_str())) {
+        bail!("--keep {bad}: not a role ({})", ROLES.join(", "));
+    }
+    let path = args.model.path()?;
+    if path.canonicalize().ok() == args.out.canonicalize().ok() {
+        bail!("--out {} is the input file", args.out.display());
+    }
+    let gguf = args.model.open()?;
+    let config = Config::from_gguf(&gguf)?;
+    let model = MixModel {
+        n_layers: config.n_layers,
+        n_gqa: (config.n_heads / config.n_kv_heads.max(1)).max(1),
+        tied_embeddings: gguf.tensor("output.weight").is_none(),
+    };
+
+    let mut writer = GgufWriter::new();
+    for (key, value) in &gguf.metadata {
+        if key != "general.file_type" && key != VERSION_KEY {
+            writer.meta(key, value.clone());
+        }
+    }
+    if let Some(file_type) = target.file_type() {
+        writer.meta("general.file_type", Value::U32(file_type));
+    }
+    let mut plan = Vec::with_capacity(gguf.tensors.len());
+    for info in &gguf.tensors {
+        let source = info.format()?;
+        let format = target.tensor_format(&info.name, info.rows(), info.cols(), source, &model, &keep);
+        writer.declare_tensor(&info.name, format, info.rows(), info.cols())?;
+        plan.push((info, source, format));
+    }
+    if plan.iter().any(|(_, _, f)| matches!(f, ultra::Format::Intn(_))) {
+        writer.meta(VERSION_KEY, Value::U32(VERSION));
+    }
+    let twice: Vec<_> = plan.iter().filter(|(_, s, f)| s.is_quantized() && s != f).collect();
+    if let Some((first, source, _)) = twice.first() {
+        eprintln!(
+            "warning: {} tensors (e.g. {}, {}) are already quantized: they are dequantized and quantized \
+             again, so quality is lost twice; quantize from an F32/F16/BF16 file where you can",
+            twice.len(),
+            first.name,
+            source.name()
+        );
+    }
+
+    let file = std::fs::File::create(&args.out).with_context(|| format!("creating {}", args.out.display()))?;
+    let mut stream = writer.stream(BufWriter::new(file))?;
+    let bar = ProgressBar::new(plan.len() as u64)
+        .with_style(ProgressStyle::with_template("{bar:40} {pos}/{len} tensors {msg}").expect("a valid template"));
+    let (mut bytes, mut values, mut matrix_bytes, mut matrix_values) = (0u64, 0u64, 0u64, 0u64);
+    let mut counts: BTreeMap<String, usize> = BTreeMap::new();
+    for (info, source, format) in &plan {
+        bar.set_message(info.name.clone());
+        let data = convert(*source, gguf.tensor_bytes(info).bytes(), info.rows(), info.cols(), *format)
+            .with_context(|| format!("tensor {}", info.name))?;
+        stream.write(&data)?;
+        let n = (info.rows() * info.cols()) as u64;
+        (bytes, values) = (bytes + data.len() as u64, values + n);
+        if info.rows() > 1 {
+            (matrix_bytes, matrix_values) = (matrix_bytes + data.len() as u64, matrix_values + n);
+        }
+        *counts.entry(format.name().to_string()).or_default() += 1;
+        bar.inc(1);
+    }
+    stream.finish()?;
+    bar.finish_and_clear();
+
+    let formats: Vec<String> = counts.iter().map(|(f, n)| format!("{f} x{n}")).collect();
+    let source_len = std::fs::metadata(&path)?.len();
+    let out_len = std::fs::metadata(&args.out)?.len();
+    println!("wrote {} ({}): {}", args.out.display(), target.name(), formats.join(", "));
+    println!(
+        "size {:.2} MiB (source {:.2} MiB); {:.3} bits per weight over all {} values, {:.3} over the matrices{}",
+        out_len as f64 / (1 << 20) as f64,
+        source_len as f64 / (1 << 20) as f64,
+        8.0 * bytes as f64 / values.max(1) as f64,
+        values,
+        8.0 * matrix_bytes as f64 / matrix_values.max(1) as f64,
+        match target {
+            Target::Pure(f) => format!(" ({} alone: {:.3})", f.name(), bits_per_weight(f)),
+            Target::Mix(_) => String::new(),
+        }
+    );
+    Ok(())
+}
