@@ -18,6 +18,14 @@
 
 #if FORMAT_QUANTIZED
 
+// MMA_B_F16 decoders (NF4) give f16 fragments themselves (levels_b, intn.cuh) from a per-block table (LEVELS).
+#ifndef MMA_B_F16
+#define MMA_B_F16 0
+#endif
+#ifndef LEVELS
+#define LEVELS 0
+#endif
+
 #define MMA_BM 64
 #define MMA_BN 128
 #define MMA_STAGES (QS_BYTES == 32 ? 3 : 4)       // 3 × 12.5 KB or 4 × ≤ 11 KB of static shared memory
@@ -145,6 +153,9 @@ extern "C" __global__ void __launch_bounds__(256)
     const u32 m0 = blockIdx.y * MMA_BM, n0 = blockIdx.x * MMA_BN;
     const u32 wm = (warp >> 2) * 32, wn = (warp & 3) * 32;
     const u32 nb = k / 32;
+#if LEVELS
+    levels_init();  // read only after the main loop's first barrier
+#endif
     float acc[2][4][4];
 #pragma unroll
     for (int i = 0; i < 2; i++)
@@ -196,10 +207,15 @@ extern "C" __global__ void __launch_bounds__(256)
 #pragma unroll
         for (int j = 0; j < 4; j++) {
             const u32 c = wn + 8 * j;
-            u32 p0, p1, b[2][2];
+            u32 b[2][2];
+#if MMA_B_F16
+            levels_b(s.w + (c + g) * W_STRIDE, t, b);
+#else
+            u32 p0, p1;
             mma_b(s.w + (c + g) * W_STRIDE, &s.wqh[(c + g) * QH_WORDS], t, p0, p1);
             i8x4_to_f16(p0, b[0][0], b[0][1]);
             i8x4_to_f16(p1, b[1][0], b[1][1]);
+#endif
             // This lane's two output columns c + 2t, c + 2t + 1: (s0, s1, m0, m1) of each.
             const u32 c0 = c + 2 * t;
             const float4 w0 = s.wscale[c0], w1 = s.wscale[c0 + 1];

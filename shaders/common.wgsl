@@ -12,7 +12,7 @@ struct WeightInfo {
     blocks: u32, // 32-value blocks per row (k / 32 for quantized formats, k otherwise)
     qh: u32,     // word offset of the high-bit section (Q5_*, Q5_K, Q6_K; Q3_K's hmask)
     d: u32,      // word offset of the scale section (quantized formats: d, or d and m)
-    sc: u32,     // word offset of the k-quants' packed sub-block scales
+    sc: u32,     // word offset of the k-quants' packed sub-block scales (NF4: of its 16 levels)
     pad0: u32,
     pad1: u32,
     pad2: u32,
@@ -32,6 +32,11 @@ fn sbytes4(q: u32) -> vec4<f32> {
 // Nibbles of a word's four bytes (low nibbles when shift = 0, high when shift = 4).
 fn nibbles4(q: u32, shift: u32) -> vec4<u32> {
     return (vec4<u32>(q, q >> 8u, q >> 16u, q >> 24u) >> vec4<u32>(shift)) & vec4<u32>(0xfu);
+}
+
+// Word `i` of the weight (as matmul_vec's word(), for helpers both join: intn.wgsl).
+fn word(i: u32) -> u32 {
+    return w[i];
 }
 
 // The f16 scale of block `blk` from a section of packed f16 pairs.

@@ -14,6 +14,7 @@ use ultra::backend::{Backend, DType, HostBytes};
 use ultra::kv_cache::CacheLayout;
 use ultra::model::{Batch, Runner};
 use ultra::quant::dequantize_row;
+use ultra::quant::intn::{Group, Intn, Scheme};
 use ultra::{Format, Wgpu};
 
 /// The backend with `options`, or None (after saying so on stderr) when no adapter exists.
@@ -154,8 +155,11 @@ fn split_weights_equal_one_part() {
         let split = backend(Options { weight_part_bytes: Some(8192), ..options }).unwrap();
         let mut rng = Rng(11);
         let n = 67;
-        for format in [Format::F16, Format::Q4_0, Format::Q8_0, Format::Q4_K, Format::Q6_K] {
-            let k = if format.is_kquant() { 768 } else { 576 };
+        // The group-wise formats: a part carries its own headers and NF4's level table.
+        let ours = [(Scheme::Int4, Group::G128), (Scheme::Int2, Group::G32), (Scheme::Nf4Dq, Group::G64)]
+            .map(|(s, g)| Format::Intn(Intn::new(s, g)));
+        for format in [Format::F16, Format::Q4_0, Format::Q8_0, Format::Q4_K, Format::Q6_K].into_iter().chain(ours) {
+            let k = if format.is_kquant() || matches!(format, Format::Intn(_)) { 768 } else { 576 };
             let bytes = random_weight(&mut rng, format, n, k);
             let one = whole.upload_weight(format, n, k, HostBytes::from_vec(bytes.clone())).unwrap();
             let parts = split.upload_weight(format, n, k, HostBytes::from_vec(bytes)).unwrap();

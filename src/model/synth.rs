@@ -221,6 +221,10 @@ pub fn synth_gguf(arch: &str, preset: &str, weights: impl Into<WeightType>, seed
     let specs = preset.tensors(weights);
     let mut writer = GgufWriter::new();
     write_metadata(&mut writer, preset, weights);
+    // Files with the group-wise formats declare their layout version (the loader refuses them otherwise).
+    if specs.iter().any(|s| matches!(s.format, Format::Intn(_))) {
+        writer.meta(crate::quant::intn::VERSION_KEY, Value::U32(crate::quant::intn::VERSION));
+    }
     for s in &specs {
         writer.declare_tensor(&s.name, s.format, s.rows, s.cols)?;
     }

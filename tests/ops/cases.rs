@@ -281,13 +281,9 @@ fn k_for(format: Format, k: usize) -> usize {
 
 /// Cases that must fail with `Error::Unsupported` instead of running, by backend: a format that
 /// lands on one backend first lists its cases here, so the table checks the others refuse it
-/// cleanly. Today: the group-wise formats (INT-N, NF4) run on the cpu only.
-pub fn unsupported_on(backend: &str, op: &Op) -> bool {
-    let format = match op {
-        Op::Matmul { format, .. } | Op::SiluMulMatmul { format, .. } | Op::Embed { format, .. } => *format,
-        _ => return false,
-    };
-    backend != "cpu" && matches!(format, Format::Intn(_))
+/// cleanly. None today: every format has kernels on every backend.
+pub fn unsupported_on(_backend: &str, _op: &Op) -> bool {
+    false
 }
 
 pub fn all() -> Vec<Case> {

@@ -7,6 +7,7 @@ use cudarc::nvrtc::{CompileOptions, Ptx};
 
 use crate::error::{Error, Result};
 use crate::quant::Format;
+use crate::quant::intn::{Intn, Scheme};
 
 const COMMON: &str = include_str!("../../../cuda/common.cuh");
 
@@ -19,9 +20,11 @@ macro_rules! file {
 /// One source file: (file name, text).
 type Part = (&'static str, &'static str);
 
-/// The block or element decoder of a weight format (joined before the matmul and embed bodies).
-fn decoder(format: Format) -> Option<Part> {
-    Some(match format {
+/// The block or element decoder of a weight format and what it needs joined before it (the
+/// group-wise formats: their block size as `INTN_SHIFT`, then `intn.cuh`), joined before the
+/// matmul and embed bodies; empty for a format without kernels.
+fn decoder(format: Format) -> Vec<Part> {
+    let one = match format {
         Format::F32 => file!("matmul_f32.cu"),
         Format::F16 => file!("matmul_f16.cu"),
         Format::BF16 => file!("matmul_bf16.cu"),
@@ -35,14 +38,30 @@ fn decoder(format: Format) -> Option<Part> {
         Format::Q4_K => file!("matmul_q4_k.cu"),
         Format::Q5_K => file!("matmul_q5_k.cu"),
         Format::Q6_K => file!("matmul_q6_k.cu"),
-        // Group-wise formats: kernels to come (intn-gpu); upload refuses them meanwhile.
-        Format::Intn(_) => return None,
-    })
+        Format::Intn(f) => return intn_decoder(f),
+    };
+    vec![one]
+}
+
+/// A group-wise format's parts: `#define INTN_SHIFT` (a block is 32 << INTN_SHIFT values), the
+/// shared helpers, the scheme's decoder.
+fn intn_decoder(f: Intn) -> Vec<Part> {
+    const SHIFTS: [&str; 4] =
+        ["#define INTN_SHIFT 0\n", "#define INTN_SHIFT 1\n", "#define INTN_SHIFT 2\n", "#define INTN_SHIFT 3\n"];
+    let shift = (f.block_len() / 32).trailing_zeros() as usize;
+    let scheme = match f.scheme {
+        Scheme::Int8 => file!("matmul_int8.cu"),
+        Scheme::Int4 => file!("matmul_int4.cu"),
+        Scheme::Int2 => file!("matmul_int2.cu"),
+        Scheme::Nf4 => file!("matmul_nf4.cu"),
+        Scheme::Nf4Dq => file!("matmul_nf4_dq.cu"),
+    };
+    vec![("intn_shift", SHIFTS[shift]), file!("intn.cuh"), scheme]
 }
 
 /// Whether this backend has kernels for weights of `format`.
 pub fn has_kernels(format: Format) -> bool {
-    decoder(format).is_some()
+    !decoder(format).is_empty()
 }
 
 /// The registry, declared once: each module's files (after common.cuh) and the kernel entry points

@@ -27,7 +27,8 @@ impl check::HostIndices for CudaBuffer {
 /// A weight on the device: one named array per field of its format's blocks (`Format::fields`, in
 /// that order: quants, fifth bits, scales), so each is aligned for the kernels' wide loads. Float
 /// formats are one array, the values. k-quants are rearranged into 32-value blocks first
-/// (`repack.rs`): `qs`, `qh` (if the format has high bits) and `dm` (each super-block's scales).
+/// (`repack.rs`): `qs`, `qh` (if the format has high bits) and `dm` (each super-block's scales);
+/// the group-wise formats likewise into `qs` and `dm` (each block's header).
 pub struct CudaWeight {
     pub fields: Vec<(&'static str, CudaSlice<u8>)>,
     /// Passed where a kernel takes a field the format lacks (no thread reads it).
@@ -117,7 +118,10 @@ pub(super) fn device_arrays(
             detail: format!("{} weights (no kernels for them yet; the cpu backend runs them)", format.name()),
         });
     }
-    let mut arrays: Vec<(&'static str, Vec<u8>)> = if format.is_kquant() {
+    let mut arrays: Vec<(&'static str, Vec<u8>)> = if let Format::Intn(f) = format {
+        let (qs, dm) = repack::repack_intn(f, src);
+        vec![("qs", qs), ("dm", dm)]
+    } else if format.is_kquant() {
         let r = repack::repack(format, src);
         let mut arrays = vec![("qs", r.qs), ("dm", r.dm)];
         if !r.qh.is_empty() {

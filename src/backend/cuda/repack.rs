@@ -19,9 +19,16 @@
 //! GGUF's order would have a 32-value block's bits spread over a 32- or 64-byte span shared with
 //! its neighbours (Q4_K's blocks 2i and 2i+1 share bytes, low and high nibbles): each lane would
 //! load 2–4× the bytes it uses. The values, scales and every product are unchanged.
+//!
+//! The group-wise formats (`quant::intn`) become two arrays, `qs` and `dm` ([`repack_intn`]): each
+//! 32-value run's values in the legacy/k-quant orders above (4-bit as Q4_0, 2-bit as Q2_K, 8-bit
+//! as Q8_0's signed bytes: q - 128, the file's top bit flipped), and each block's 4-byte header
+//! as it is. The file packs value i at bit b·i, so a 4-bit byte holds two neighbours, which a
+//! dp4a lane would have to pull apart.
 
 use rayon::prelude::*;
 
+use crate::quant::intn::{HEADER_BYTES, Intn};
 use crate::quant::{Format, kquant::QK_K};
 
 /// The three device arrays of a k-quant weight (see the module docs).
@@ -151,4 +158,28 @@ fn two_bit(l: &[u8], shift: u32) -> [u8; 8] {
 fn bit_per_value(l: &[u8], bit: u32) -> [u8; 4] {
     let word = l.iter().enumerate().fold(0u32, |w, (i, &q)| w | (((q >> bit) & 1) as u32) << i);
     word.to_le_bytes()
+}
+
+/// A group-wise weight (whole blocks of `f`) as the kernels read it: (`qs`, `dm`), see the module docs.
+pub fn repack_intn(f: Intn, src: &[u8]) -> (Vec<u8>, Vec<u8>) {
+    let (bits, block_len) = (f.scheme.bits(), f.block_len());
+    let blocks = src.chunks_exact(f.block_bytes());
+    let (mut qs, mut dm) = (Vec::with_capacity(src.len()), Vec::with_capacity(blocks.len() * HEADER_BYTES));
+    for block in blocks {
+        let (header, data) = block.split_at(HEADER_BYTES);
+        dm.extend_from_slice(header);
+        if bits == 8 {
+            qs.extend(data.iter().map(|q| q ^ 0x80));
+            continue;
+        }
+        let levels: Vec<u8> =
+            (0..block_len).map(|i| (data[bits * i / 8] >> (bits * i % 8)) & ((1 << bits) - 1)).collect();
+        for run in levels.chunks_exact(32) {
+            match bits {
+                4 => qs.extend_from_slice(&nibbles(run)),
+                _ => qs.extend_from_slice(&two_bit(run, 0)),
+            }
+        }
+    }
+    (qs, dm)
 }

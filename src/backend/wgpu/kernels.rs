@@ -1,12 +1,14 @@
 //! Every wgpu kernel: its stem (the file `shaders/<stem>.wgsl` and its entry point), its bindings,
 //! and how its source is assembled. Weight-reading kernels join a per-format block decoder
 //! (`decode_<format>.wgsl`, matmul_vec `decode32_<format>.wgsl`; for the k-quants after their bit
-//! helpers, `kquant.wgsl`) to their body; matmul joins the reduction it was built with,
+//! helpers, `kquant.wgsl`; for the group-wise formats after `intn.wgsl`, one decoder per scheme
+//! with the group size a constant) to their body; matmul joins the reduction it was built with,
 //! matmul_tiled the K step of its arithmetic (`tile32_f32.wgsl` or `tile32_f16.wgsl`); the
 //! attention kernels join the chunk routine and the softmax fold they share (`attention_chunk`,
 //! `attention_fold`), which is what keeps split-K and tiled attention bit-identical.
 
 use crate::quant::Format;
+use crate::quant::intn::Scheme;
 
 macro_rules! shader {
     ($stem:literal) => {
@@ -107,7 +109,7 @@ impl Variant {
             // Variants are made by `all()` and the matmul planner, only for quantized formats.
             let decode = self.format.and_then(decoder32).unwrap_or("");
             src += shader!("dot32_f32");
-            src += kquant_helpers(self.format);
+            src += &helpers(self.format);
             return src + decode + self.kernel.body();
         }
         if self.kernel == Kernel::MatmulTiled {
@@ -116,7 +118,7 @@ impl Variant {
         }
         if let Some(format) = self.format {
             src += shader!("common");
-            src += kquant_helpers(Some(format));
+            src += &helpers(Some(format));
             src += decoder(format);
         }
         if matches!(self.kernel, Kernel::Rope | Kernel::RmsNormRope) {
@@ -137,7 +139,7 @@ impl Variant {
         for &kernel in Kernel::ALL {
             match kernel {
                 Kernel::Matmul => {
-                    for format in Format::ALL.into_iter().filter(|&f| has_kernels(f)) {
+                    for format in Format::ALL {
                         for (subgroups, tpr, mb) in [(false, 32, 1), (false, 32, 8), (true, 32, 1), (true, 8, 8)] {
                             out.push(Variant { kernel, format: Some(format), subgroups, tpr, mb, f16: false });
                         }
@@ -155,7 +157,7 @@ impl Variant {
                     }
                 }
                 Kernel::MatmulTiled => {
-                    for format in Format::ALL.into_iter().filter(|&f| has_kernels(f)) {
+                    for format in Format::ALL {
                         for mb in TILED_SIDES {
                             for f16 in [false, true].into_iter().filter(|&h| !h || format.is_quantized()) {
                                 out.push(Variant { kernel, format: Some(format), mb, f16, ..Variant::plain(kernel) });
@@ -163,12 +165,9 @@ impl Variant {
                         }
                     }
                 }
-                Kernel::Embed => out.extend(
-                    Format::ALL
-                        .into_iter()
-                        .filter(|&f| has_kernels(f))
-                        .map(|f| Variant { format: Some(f), ..Variant::plain(kernel) }),
-                ),
+                Kernel::Embed => {
+                    out.extend(Format::ALL.into_iter().map(|f| Variant { format: Some(f), ..Variant::plain(kernel) }))
+                }
                 _ => out.push(Variant::plain(kernel)),
             }
         }
@@ -204,7 +203,14 @@ fn decoder32(format: Format) -> Option<&'static str> {
         Format::Q4_K => Some(shader!("decode32_q4_k")),
         Format::Q5_K => Some(shader!("decode32_q5_k")),
         Format::Q6_K => Some(shader!("decode32_q6_k")),
-        Format::F32 | Format::F16 | Format::BF16 | Format::Intn(_) => None,
+        Format::Intn(f) => Some(match f.scheme {
+            Scheme::Int8 => shader!("decode32_int8"),
+            Scheme::Int4 => shader!("decode32_int4"),
+            Scheme::Int2 => shader!("decode32_int2"),
+            Scheme::Nf4 => shader!("decode32_nf4"),
+            Scheme::Nf4Dq => shader!("decode32_nf4_dq"),
+        }),
+        Format::F32 | Format::F16 | Format::BF16 => None,
     }
 }
 
@@ -224,17 +230,28 @@ fn decoder(format: Format) -> &'static str {
         Format::Q4_K => shader!("decode_q4_k"),
         Format::Q5_K => shader!("decode_q5_k"),
         Format::Q6_K => shader!("decode_q6_k"),
-        Format::Intn(_) => "",
+        Format::Intn(f) => match f.scheme {
+            Scheme::Int8 => shader!("decode_int8"),
+            Scheme::Int4 => shader!("decode_int4"),
+            Scheme::Int2 => shader!("decode_int2"),
+            Scheme::Nf4 => shader!("decode_nf4"),
+            Scheme::Nf4Dq => shader!("decode_nf4_dq"),
+        },
     }
 }
 
-/// Whether this backend has kernels for weights of `format` (the group-wise formats' are to come:
-/// upload refuses them meanwhile).
-pub fn has_kernels(format: Format) -> bool {
-    !matches!(format, Format::Intn(_))
-}
-
-/// The bit helpers both decoders of a k-quant share (`kquant.wgsl`); nothing for other formats.
-fn kquant_helpers(format: Option<Format>) -> &'static str {
-    if format.is_some_and(Format::is_kquant) { shader!("kquant") } else { "" }
+/// What both decoders of a format share, joined before them: the k-quants' (and INT2's 2-bit) bit
+/// helpers (`kquant.wgsl`); for the group-wise formats their block size (a block is
+/// 32 << INTN_SHIFT values) and `intn.wgsl`. Nothing for other formats.
+fn helpers(format: Option<Format>) -> String {
+    let mut src = String::new();
+    let two_bit = matches!(format, Some(Format::Intn(f)) if f.scheme == Scheme::Int2);
+    if format.is_some_and(Format::is_kquant) || two_bit {
+        src += shader!("kquant");
+    }
+    if let Some(Format::Intn(f)) = format {
+        src += &format!("const INTN_SHIFT: u32 = {}u;\n", (f.block_len() / 32).trailing_zeros());
+        src += shader!("intn");
+    }
+    src
 }

@@ -100,13 +100,6 @@ pub fn sync(be: &Wgpu) -> Result<()> {
 pub fn upload_weight(be: &Wgpu, format: Format, rows: usize, cols: usize, bytes: HostBytes) -> Result<Weight<Wgpu>> {
     let src = bytes.bytes();
     let row_bytes = check::upload_weight(format, rows, cols, src.len())?;
-    if !super::kernels::has_kernels(format) {
-        return Err(Error::Unsupported {
-            op: "upload_weight",
-            backend: "wgpu",
-            detail: format!("{} weights (no kernels for them yet; the cpu backend runs them)", format.name()),
-        });
-    }
     let per_part = part_rows(be.ctx.weight_part_bytes, format, row_bytes, rows)?;
     let parts = (0..rows.div_ceil(per_part).max(1))
         .map(|i| {
@@ -129,7 +122,7 @@ pub(super) fn rows_per_part(be: &Wgpu, format: Format, rows: usize, cols: usize,
 /// Rows per part: as even as the fewest parts of at most `limit` bytes (repacked) allow.
 fn part_rows(limit: u64, format: Format, row_bytes: usize, rows: usize) -> Result<usize> {
     // Repacking pads each section to a word and the whole to a vec4.
-    let slack = 4 * format.fields().len() as u64 + 16;
+    let slack = 4 * format.fields().len() as u64 + 16 + 64; // + NF4's level table
     let fit = (limit.saturating_sub(slack) / row_bytes.max(1) as u64) as usize;
     if fit == 0 {
         return Err(Error::Unsupported {
@@ -148,9 +141,12 @@ pub(super) fn repack_part(format: Format, cols: usize, row0: usize, rows: usize,
     // Kernels address quantized rows in blocks of 32 values (a k-quant super-block is 8 of them).
     let blocks = if format.is_quantized() { cols / 32 } else { cols };
     let at = |name: &str| format.fields().iter().position(|f| f.name == name).map(|i| fields[i]);
-    let d = at("dm").or(at("d")).unwrap_or(0);
+    // The group-wise formats' header word: (d, z), absmax, or (D, c0, c1).
+    let d = at("dm").or(at("d")).or(at("dz")).or(at("dc")).unwrap_or(0);
     let qh = at("qh").or(at("hmask")).unwrap_or(d);
-    let info = [cols as u32, blocks as u32, qh, d, at("scales").unwrap_or(0), 0, 0, 0];
+    // The k-quants' packed scales, or NF4's level table (the section after the fields).
+    let sc = at("scales").or(fields.get(format.fields().len()).copied()).unwrap_or(0);
+    let info = [cols as u32, blocks as u32, qh, d, sc, 0, 0, 0];
     (words, PartLayout { row0, rows, info, fields })
 }
 

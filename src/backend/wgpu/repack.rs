@@ -14,13 +14,18 @@
 //!   l % 4, bits 2·(l / 4) (so one shift and mask of a word gives a quad of consecutive values);
 //! - 1-bit parts (Q3_K `hmask`, Q5_K `qh`): one word, bit l = value l (as Q5_0's `qh`).
 //!
+//! The group-wise formats (`quant::intn`) pack value i at bit b·i (two neighbours per 4-bit byte):
+//! their 4-bit codes are laid out per 32 values as the 4-bit parts above, INT2's as the 2-bit parts,
+//! INT8's bytes and every block's 4-byte header stay as they are.
+//!
 //! Scales (`scales`, `d`, `dm`) keep their GGUF bytes. The sizes add up to the GGUF bytes (up to
 //! padding).
 
+use crate::quant::intn::{HEADER_BYTES, NF4, Scheme};
 use crate::quant::{BlockField, Format};
 
 /// The words of a weight in the kernels' layout and the word offset of each section
-/// (`Format::fields` order).
+/// (`Format::fields` order, then NF4's level table).
 pub fn repack(format: Format, src: &[u8]) -> (Vec<u32>, Vec<u32>) {
     let mut bytes: Vec<u8> = Vec::with_capacity(src.len() + 16 * format.fields().len());
     let mut offsets = Vec::with_capacity(format.fields().len());
@@ -28,11 +33,16 @@ pub fn repack(format: Format, src: &[u8]) -> (Vec<u32>, Vec<u32>) {
         offsets.push((bytes.len() / 4) as u32);
         for block in src.chunks_exact(format.block_bytes()) {
             match plane(format, f) {
-                Some((bits, level)) => push_planes(&mut bytes, bits, |v| level(block, v)),
+                Some((bits, level)) => push_planes(&mut bytes, bits, format.block_len() / 32, |v| level(block, v)),
                 None => bytes.extend_from_slice(&block[f.start..f.end]),
             }
         }
         bytes.resize(bytes.len().next_multiple_of(4), 0);
+    }
+    // NF4: the 16 levels as f32 bits, one more section (info.sc; shaders/intn.wgsl).
+    if matches!(format, Format::Intn(f) if matches!(f.scheme, Scheme::Nf4 | Scheme::Nf4Dq)) {
+        offsets.push((bytes.len() / 4) as u32);
+        NF4.iter().for_each(|l| bytes.extend_from_slice(&l.to_le_bytes()));
     }
     // Whole vec4s: matmul_vec binds the buffer as array<vec4<u32>>.
     bytes.resize(bytes.len().next_multiple_of(16), 0);
@@ -40,7 +50,7 @@ pub fn repack(format: Format, src: &[u8]) -> (Vec<u32>, Vec<u32>) {
     (words, offsets)
 }
 
-/// Reads one bit plane of a super-block: value v's part (v in 0..256), GGUF layout.
+/// Reads one bit plane of a block: value v's part (v in 0..block_len), GGUF layout.
 type Level = fn(&[u8], usize) -> u8;
 
 /// For a k-quant field that is a bit plane: its bits per value and how to read value v's part
@@ -57,6 +67,8 @@ fn plane(format: Format, field: BlockField) -> Option<(u32, Level)> {
         // (high for k ≥ 2) and bits 2k of qh[32h + v%32].
         (Format::Q6_K, "ql") => (4, |b, v| b[64 * (v / 128) + 32 * (v / 32 % 2) + v % 32] >> (4 * (v / 64 % 2)) & 0xf),
         (Format::Q6_K, "qh") => (2, |b, v| b[128 + 32 * (v / 128) + v % 32] >> (2 * (v / 32 % 4)) & 3),
+        (Format::Intn(f), "qs") if f.scheme.bits() == 4 => (4, |b, v| b[HEADER_BYTES + v / 2] >> (4 * (v % 2)) & 0xf),
+        (Format::Intn(f), "qs") if f.scheme.bits() == 2 => (2, |b, v| b[HEADER_BYTES + v / 4] >> (2 * (v % 4)) & 3),
         _ => return None,
     })
 }
@@ -71,9 +83,9 @@ fn crumb_k(b: &[u8], at: usize, v: usize) -> u8 {
     b[at + 32 * (v / 128) + v % 32] >> (2 * (v % 128 / 32)) & 3
 }
 
-/// Appends one super-block's plane of `bits`-bit parts, 32 values at a time (module doc).
-fn push_planes(bytes: &mut Vec<u8>, bits: u32, level: impl Fn(usize) -> u8) {
-    for blk in 0..8 {
+/// Appends one block's plane of `bits`-bit parts, 32 values at a time (`runs` of them; module doc).
+fn push_planes(bytes: &mut Vec<u8>, bits: u32, runs: usize, level: impl Fn(usize) -> u8) {
+    for blk in 0..runs {
         let lv = |l: usize| level(32 * blk + l) as u32;
         let words: Vec<u32> = match bits {
             4 => (0..4).map(|w| (0..4).map(|e| (lv(4 * w + e) | lv(4 * w + e + 16) << 4) << (8 * e)).sum()).collect(),
