@@ -1,0 +1,59 @@
+//! Hugging Face checkpoint directories: `config.json`, `*.safetensors` (one file or shards named
+//! by `model.safetensors.index.json`), `tokenizer.json` and its companions.
+//!
+//! The seam: a directory is translated, at load, into the model description the rest of the
+//! engine already reads, a `Gguf` with llama.cpp's metadata keys and tensor names, as
+//! convert_hf_to_gguf.py would write it, but in memory (`Gguf::from_parts`). Tensors that need no
+//! conversion stay in their memory maps; the few that do (llama's permuted q/k, Gemma's shifted
+//! norm gains, `--quantize`) are converted copies. So every command that takes `--model FILE`
+//! takes a directory too, and Hugging Face names appear only in this module.
+
+mod config;
+mod safetensors;
+mod tensors;
+mod tokenizer;
+
+use std::path::Path;
+
+use crate::error::{Error, Result};
+use crate::gguf::Gguf;
+use crate::quant::Format;
+
+pub use safetensors::parse as parse_safetensors;
+
+/// Whether `path` is a checkpoint directory (has a `config.json`).
+pub fn is_checkpoint_dir(path: &Path) -> bool {
+    path.is_dir() && path.join("config.json").is_file()
+}
+
+/// Opens a model: a GGUF file, or a checkpoint directory quantized on load to `quantize`
+/// (which a GGUF file refuses: it is converted once, by `ultra quantize`).
+pub fn open_model(path: &Path, quantize: Option<Format>) -> Result<Gguf> {
+    if path.is_dir() {
+        return open(path, quantize);
+    }
+    if let Some(q) = quantize {
+        return Err(Error::InvalidArgument(format!(
+            "--quantize {} applies to Hugging Face checkpoint directories; {} is a GGUF file",
+            q.name(),
+            path.display()
+        )));
+    }
+    Gguf::open(path)
+}
+
+/// Loads the checkpoint in `dir`, its matrices quantized to `quantize` where given (those whose
+/// rows are whole blocks of it; `Format::parse` names the formats).
+pub fn open(dir: &Path, quantize: Option<Format>) -> Result<Gguf> {
+    let path = dir.join("config.json");
+    let text = std::fs::read_to_string(&path).map_err(Error::file(&path))?;
+    let cfg = config::parse(&text)?;
+    let checkpoint = safetensors::open(dir)?;
+    let n_vocab =
+        cfg.metadata.iter().find(|(k, _)| k.ends_with(".vocab_size")).and_then(|(_, v)| v.as_u64()).unwrap_or(0)
+            as usize;
+    let mut metadata = cfg.metadata.clone();
+    metadata.extend(tokenizer::metadata(dir, n_vocab, &cfg.eos_ids, cfg.bos_id)?);
+    let tensors = tensors::convert(&cfg, checkpoint.tensors, quantize)?;
+    Gguf::from_parts(metadata, tensors)
+}
