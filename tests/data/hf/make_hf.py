@@ -23,6 +23,7 @@ Run from the repository root: /work/venv-ref/bin/python tests/data/hf/make_hf.py
 (needs $ULTRA_CACHE/SmolLM2-135M-Instruct.Q4_1.gguf for the tokenizer).
 """
 
+import copy
 import json
 import math
 import os
@@ -66,7 +67,10 @@ def randomize(model, gen, dtype, gemma=False):
                 p.copy_(0.1 * torch.randn(p.shape, generator=gen, dtype=torch.float64))
             else:
                 p.copy_(torch.randn(p.shape, generator=gen, dtype=torch.float64) / math.sqrt(p.shape[1]))
-    model.to(dtype).to(torch.float64)
+        # Round the parameters only: `model.to(bf16)` would also round RoPE's inv_freq buffer,
+        # which a model loaded from the file recomputes in float32.
+        for p in model.parameters():
+            p.copy_(p.to(dtype).to(torch.float64))
 
 
 def byte_bpe_tokenizer(specials, template):
@@ -145,8 +149,7 @@ def make(name, model, dtype, tokenizer, eos_ids, shard=None, gemma=False, n_text
     out = HERE / name
     shutil.rmtree(out, ignore_errors=True)
     model.generation_config = GenerationConfig(bos_token_id=model.config.bos_token_id, eos_token_id=eos_ids)
-    model.to(dtype).save_pretrained(out, **({"max_shard_size": shard} if shard else {}))
-    model.to(torch.float64)
+    copy.deepcopy(model).to(dtype).save_pretrained(out, **({"max_shard_size": shard} if shard else {}))
     tokenizer.save_pretrained(out)
     # save_pretrained indents tokenizer.json (3.5 MB for SmolLM2's); the same JSON, compact.
     tj = out / "tokenizer.json"
@@ -161,9 +164,9 @@ def make(name, model, dtype, tokenizer, eos_ids, shard=None, gemma=False, n_text
         refs.append({"ids": s, "top_ids": ids, "top_logprobs": lps})
     prompt = seqs[1][:10]
     gen_tokens, gaps = greedy(model, prompt)
-    f32 = model.to(torch.float32)
-    f32_diff = max((torch.log_softmax(logits_of(f32, s).double(), -1) - torch.log_softmax(logits_of(model.to(torch.float64), s), -1)).abs().max().item() for s in seqs)
-    model.to(torch.float64)
+    f32 = copy.deepcopy(model).to(torch.float32)
+    f32_diff = max((torch.log_softmax(logits_of(f32, s).double(), -1) - torch.log_softmax(logits_of(model, s), -1)).abs().max().item()
+                   for s in seqs)
     tok_cases = [{"text": t, "ids": tokenizer.encode(t, add_special_tokens=False),
                   "ids_with_specials": tokenizer.encode(t)} for t in TEXTS]
     chat = (tokenizer.apply_chat_template(MESSAGES, tokenize=False, add_generation_prompt=True)
