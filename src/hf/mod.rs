@@ -49,11 +49,21 @@ pub fn open(dir: &Path, quantize: Option<Format>) -> Result<Gguf> {
     let text = std::fs::read_to_string(&path).map_err(Error::file(&path))?;
     let cfg = config::parse(&text)?;
     let checkpoint = safetensors::open(dir)?;
-    let n_vocab =
-        cfg.metadata.iter().find(|(k, _)| k.ends_with(".vocab_size")).and_then(|(_, v)| v.as_u64()).unwrap_or(0)
-            as usize;
     let mut metadata = cfg.metadata.clone();
-    metadata.extend(tokenizer::metadata(dir, n_vocab, &cfg.eos_ids, cfg.bos_id)?);
+    metadata.extend(tokenizer::metadata(dir, vocab_size(&cfg), &cfg.eos_ids, cfg.bos_id)?);
     let tensors = tensors::convert(&cfg, checkpoint.tensors, quantize)?;
     Gguf::from_parts(metadata, tensors)
+}
+
+/// A single-file checkpoint held in memory (`config.json`'s text and a safetensors file's
+/// bytes), without a tokenizer: for fuzzing and tests.
+pub fn from_bytes(config_json: &str, safetensors: Vec<u8>) -> Result<Gguf> {
+    let cfg = config::parse(config_json)?;
+    let tensors = safetensors::parse(std::sync::Arc::new(safetensors), Path::new("model.safetensors"))?;
+    Gguf::from_parts(cfg.metadata.clone(), tensors::convert(&cfg, tensors, None)?)
+}
+
+fn vocab_size(cfg: &config::HfConfig) -> usize {
+    let key = cfg.metadata.iter().find(|(k, _)| k.ends_with(".vocab_size"));
+    key.and_then(|(_, v)| v.as_u64()).unwrap_or(0) as usize
 }
