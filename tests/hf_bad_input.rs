@@ -46,6 +46,9 @@ fn assert_error(name: &str, from: &str, breakage: impl FnOnce(&Path), want: &[&s
     }
 }
 
+/// A change to a JSON file.
+type Edit = fn(&mut serde_json::Value);
+
 fn write(dir: &Path, file: &str, bytes: impl AsRef<[u8]>) {
     std::fs::write(dir.join(file), bytes).unwrap();
 }
@@ -123,7 +126,7 @@ fn broken_configs_are_refused_by_key() {
         |d| write(d, "config.json", "{\"model_type\": "),
         &["config.json", "not JSON"],
     );
-    let cases: [(&str, fn(&mut serde_json::Value), &[&str]); 5] = [
+    let cases: [(&str, Edit, &[&str]); 5] = [
         ("no-hidden-size", |c| drop(c.as_object_mut().unwrap().remove("hidden_size")), &["hidden_size", "missing"]),
         ("zero-layers", |c| c["num_hidden_layers"] = 0.into(), &["num_hidden_layers", "positive"]),
         ("model-type", |c| c["model_type"] = "mamba".into(), &["mamba", "not supported"]),
@@ -156,6 +159,15 @@ fn broken_shard_indexes_are_refused() {
         "llama-sharded",
         |d| edit_json(d, "model.safetensors.index.json", elsewhere),
         &["lm_head.weight", first, "does not hold it"],
+    );
+    // The index decides where a tensor lives: one it leaves out is not read, and an untied
+    // model without its head is refused rather than run tied.
+    let no_head = |i: &mut serde_json::Value| drop(i["weight_map"].as_object_mut().unwrap().remove("lm_head.weight"));
+    assert_error(
+        "no-head",
+        "llama-sharded",
+        |d| edit_json(d, "model.safetensors.index.json", no_head),
+        &["lm_head.weight", "tie_word_embeddings"],
     );
     let escape = |i: &mut serde_json::Value| i["weight_map"]["lm_head.weight"] = "../model.safetensors".into();
     assert_error(

@@ -57,14 +57,23 @@ fn logits_greedy_and_tokens_match_the_gguf() {
     let (hf, gguf) = (ultra::hf::open(&dir, None).unwrap(), Gguf::open(&common::model_path()).unwrap());
     let (ch, cg) = (Config::from_gguf(&hf).unwrap(), Config::from_gguf(&gguf).unwrap());
     assert_eq!(format!("{:?}", ch.layers), format!("{:?}", cg.layers));
-    assert_eq!((ch.d_model, ch.n_layers, ch.vocab_size, ch.norm_eps), (cg.d_model, cg.n_layers, cg.vocab_size, cg.norm_eps));
+    assert_eq!(
+        (ch.d_model, ch.n_layers, ch.vocab_size, ch.norm_eps),
+        (cg.d_model, cg.n_layers, cg.vocab_size, cg.norm_eps)
+    );
     let (th, tg) = (Tokenizer::from_gguf(&hf).unwrap(), Tokenizer::from_gguf(&gguf).unwrap());
     // transformers' conversion keeps GPT-2's ByteLevel split and drops SmolLM's digit split
     // (llama.cpp `smollm`), so texts with digits may differ; the rest must not.
-    for text in ["Hello, world!", "The quick brown fox jumps over the lazy dog.", "<|im_start|>user\nWhat is Rust?<|im_end|>\n", "  spaces\tand\nnewlines é 日本"] {
+    for text in [
+        "Hello, world!",
+        "The quick brown fox jumps over the lazy dog.",
+        "<|im_start|>user\nWhat is Rust?<|im_end|>\n",
+        "  spaces\tand\nnewlines é 日本",
+    ] {
         assert_eq!(th.encode(text, true).unwrap(), tg.encode(text, true).unwrap(), "{text:?}");
     }
-    let prompt = tg.encode("<|im_start|>user\nWhat is the capital of France?<|im_end|>\n<|im_start|>assistant\n", true).unwrap();
+    let prompt =
+        tg.encode("<|im_start|>user\nWhat is the capital of France?<|im_end|>\n<|im_start|>assistant\n", true).unwrap();
     let mut logits = Vec::new();
     for g in [&hf, &gguf] {
         let mut runner = Runner::load(Cpu::new(), g, CacheLayout::plain(1, 128), 128).unwrap();
@@ -81,11 +90,13 @@ fn logits_greedy_and_tokens_match_the_gguf() {
         }
         logits.push((tokens, rows));
     }
-    let worst = logits[0].1.iter().flatten().zip(logits[1].1.iter().flatten()).fold(0f32, |w, (a, b)| w.max((a - b).abs()));
+    let worst =
+        logits[0].1.iter().flatten().zip(logits[1].1.iter().flatten()).fold(0f32, |w, (a, b)| w.max((a - b).abs()));
     eprintln!("SmolLM2 F32 (HF) vs Q4_1 (GGUF) on the CPU: max |Δ logit| {worst:.3e} over 16 greedy steps");
     eprintln!("greedy: {}", tg.decode_lossy(&logits[1].0[prompt.len()..]));
-    // The GGUF path quantizes activations to 8 bits for its Q4_1 dot products (as llama.cpp
-    // does); the F32 path does not. The same weights, so the logits differ only by that rounding.
-    assert!(worst < 0.5, "max |Δ logit| {worst}");
+    // The same weights (the test above): the CPU computes every output as a dot product of x
+    // with the dequantized weight row (backend/cpu/matmul.rs), so F32 rows and Q4_1 rows that
+    // dequantize to them give the same logits. Measured: 0; allowed: float32 noise.
+    assert!(worst < 1e-4, "max |Δ logit| {worst}");
     assert_eq!(logits[0].0, logits[1].0, "greedy tokens");
 }

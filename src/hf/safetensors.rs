@@ -50,12 +50,19 @@ pub fn parse(bytes: Arc<dyn AsRef<[u8]> + Send + Sync>, path: &Path) -> Result<H
     Ok(out)
 }
 
+#[cfg(not(target_arch = "wasm32"))]
 fn map(path: &Path) -> Result<Arc<dyn AsRef<[u8]> + Send + Sync>> {
     let file = std::fs::File::open(path).map_err(Error::file(path))?;
     // SAFETY: read-only private map; as for GGUF we rely on the file not being truncated while
     // mapped. Every range into it is checked by `parse` before use.
     let map = unsafe { memmap2::Mmap::map(&file) }.map_err(Error::file(path))?;
     Ok(Arc::new(map))
+}
+
+/// No memory maps on wasm32 (the `web` branch builds the library there): the file is read.
+#[cfg(target_arch = "wasm32")]
+fn map(path: &Path) -> Result<Arc<dyn AsRef<[u8]> + Send + Sync>> {
+    Ok(Arc::new(std::fs::read(path).map_err(Error::file(path))?))
 }
 
 /// Opens the checkpoint in `dir`.

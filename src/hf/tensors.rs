@@ -101,7 +101,7 @@ fn f32_bytes(values: &[f32]) -> HostBytes {
 /// llama.cpp's HF → GGUF row order for llama's q and k: in each head, rows i and i + hd/2 become
 /// rows 2i and 2i + 1. Rows move whole, so this works on any dtype's bytes.
 fn permute_rows(bytes: &[u8], rows: usize, n_head: usize, name: &str) -> Result<Vec<u8>> {
-    if n_head == 0 || rows % (2 * n_head) != 0 {
+    if n_head == 0 || !rows.is_multiple_of(2 * n_head) {
         return Err(Error::Metadata(format!("tensor `{name}`: {rows} rows are not {n_head} heads of an even size")));
     }
     let row_len = bytes.len() / rows;
@@ -171,7 +171,7 @@ pub fn convert(
             let row_count = if entry.shape.len() == 2 { rows } else { n };
             bytes = HostBytes::from_vec(permute_rows(bytes.bytes(), row_count, heads, hf)?);
         }
-        match quantize.filter(|q| entry.shape.len() == 2 && rows > 1 && entry.shape[1] % q.block_len() == 0) {
+        match quantize.filter(|q| entry.shape.len() == 2 && rows > 1 && entry.shape[1].is_multiple_of(q.block_len())) {
             Some(q) if q != format => {
                 let cols = entry.shape[1];
                 let mut packed = Vec::with_capacity(q.row_bytes(cols)? * rows);
@@ -184,6 +184,10 @@ pub fn convert(
             }
             _ => out.push((info(name, format, &entry.shape, bytes.bytes().len()), bytes)),
         }
+    }
+    // Without its head an untied model would silently run tied (the loader's fallback).
+    if !cfg.tied && !out.iter().any(|(t, _)| t.name == "output.weight") {
+        return Err(Error::Metadata("tie_word_embeddings is false, but there is no `lm_head.weight`".into()));
     }
     if let Some(r) = &cfg.llama3_rope {
         out.push((

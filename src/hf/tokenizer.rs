@@ -101,6 +101,8 @@ fn spm_space_prefix(normalizer: &Json, pre: &Json) -> Result<bool> {
     }
     match kind(pre).as_str() {
         "" => {}
+        // After `Replace(" ", "▁")` no space is left for a split on " " to cut.
+        "Split" if replaced && pre.pointer("/pattern/String").and_then(|p| p.as_str()) == Some(" ") => {}
         "Metaspace" if s_eq(pre, "replacement", "▁") => {
             replaced = true;
             prefix = pre.get("prepend_scheme").and_then(|p| p.as_str()).unwrap_or("always") != "never";
