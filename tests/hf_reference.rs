@@ -163,3 +163,29 @@ fn quantize_on_load_stores_q8_0_and_stays_close() {
     eprintln!("qwen3-tiny --quantize q8_0: max |Δ log-prob| {worst:.2e}");
     assert!(worst < 0.5 && worst > 10.0 * LOGPROB_TOL, "q8_0: {worst:.2e}");
 }
+
+/// `ultra generate --model DIR` end to end: plain, with the chat template, quantized on load;
+/// a bad `--quantize` name, and `--quantize` on a GGUF file, are clear errors.
+#[test]
+fn the_cli_generates_from_a_directory() {
+    let ultra = |args: &[&str]| std::process::Command::new(env!("CARGO_BIN_EXE_ultra")).args(args).output().unwrap();
+    for (model, extra) in
+        [("qwen2-tiny", &[][..]), ("llama-smollm2", &["--chat"][..]), ("gemma3-tiny", &["--quantize", "q8_0"][..])]
+    {
+        let d = dir(model);
+        let mut args =
+            vec!["generate", "--model", d.to_str().unwrap(), "--prompt", "the cat sat", "--max-tokens", "6", "--json"];
+        args.extend_from_slice(extra);
+        let out = ultra(&args);
+        assert!(out.status.success(), "{model}: {}", String::from_utf8_lossy(&out.stderr));
+        let json: serde_json::Value = serde_json::from_slice(&out.stdout).unwrap();
+        assert!(!json["tokens"].as_array().unwrap().is_empty(), "{model}: {json}");
+    }
+    let d = dir("qwen3-tiny");
+    let out = ultra(&["generate", "--model", d.to_str().unwrap(), "--prompt", "x", "--quantize", "q9_9"]);
+    assert!(!out.status.success() && String::from_utf8_lossy(&out.stderr).contains("q9_9"));
+    let gguf = refs_dir().join("tiny/qwen3-tiny.gguf");
+    let out = ultra(&["generate", "--model", gguf.to_str().unwrap(), "--prompt", "x", "--quantize", "q8_0"]);
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert!(!out.status.success() && err.contains("GGUF file") && !err.contains("panicked"), "{err}");
+}
