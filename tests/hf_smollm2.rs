@@ -1,6 +1,7 @@
 //! The full SmolLM2-135M-Instruct as transformers converts it from the cached GGUF (dequantized
 //! to F32 safetensors, q/k rows back in Hugging Face order: tests/data/hf/convert_smollm2.py),
-//! against the GGUF itself. The directory is 540 MB and not committed: without it (at
+//! against the GGUF itself, and Gemma 3's real tokenizer.json. The directory is 540 MB and not
+//! committed: without it (at
 //! $ULTRA_SMOLLM2_HF, else /tmp/ultra-smollm2-hf) these tests print SKIP and pass.
 
 mod common;
@@ -99,4 +100,27 @@ fn logits_greedy_and_tokens_match_the_gguf() {
     // dequantize to them give the same logits. Measured: 0; allowed: float32 noise.
     assert!(worst < 1e-4, "max |Δ logit| {worst}");
     assert_eq!(logits[0].0, logits[1].0, "greedy tokens");
+}
+
+/// Gemma 3's real SentencePiece-style tokenizer.json (262,144 tokens, as transformers converts
+/// it from the cached GGUF: tests/data/hf/convert_gemma3_tokenizer.py, 33 MB, not committed),
+/// read as a scored vocabulary (merge rank r → score −r), against `tokenizers`' own ids on
+/// tests/data/gemma3/tokenize.json's texts.
+#[test]
+fn gemma3_tokenizer_json_matches_tokenizers() {
+    let dir = std::env::var_os("ULTRA_GEMMA3_TOK").map(PathBuf::from).unwrap_or_else(|| "/tmp/ultra-gemma3-tok".into());
+    if !dir.join("ids.json").is_file() {
+        eprintln!("SKIP: no Gemma 3 tokenizer.json at {} (tests/data/hf/convert_gemma3_tokenizer.py)", dir.display());
+        return;
+    }
+    let tok = Tokenizer::from_gguf(&ultra::hf::open_tokenizer(&dir).unwrap()).unwrap();
+    let cases: serde_json::Value = serde_json::from_slice(&std::fs::read(dir.join("ids.json")).unwrap()).unwrap();
+    let cases = cases.as_array().unwrap();
+    let wrong: Vec<&str> = cases
+        .iter()
+        .filter(|c| tok.encode(c["text"].as_str().unwrap(), true).unwrap() != common::ids(&c["ids"]))
+        .map(|c| c["text"].as_str().unwrap())
+        .collect();
+    eprintln!("Gemma 3 tokenizer.json: {} of {} texts differ from tokenizers", wrong.len(), cases.len());
+    assert!(wrong.is_empty(), "first: {:?}", wrong.first());
 }

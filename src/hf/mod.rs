@@ -50,9 +50,15 @@ pub fn open(dir: &Path, quantize: Option<Format>) -> Result<Gguf> {
     let cfg = config::parse(&text)?;
     let checkpoint = safetensors::open(dir)?;
     let mut metadata = cfg.metadata.clone();
-    metadata.extend(tokenizer::metadata(dir, vocab_size(&cfg), &cfg.eos_ids, cfg.bos_id)?);
+    metadata.extend(tokenizer::metadata(dir, Some(vocab_size(&cfg)), &cfg.eos_ids, cfg.bos_id)?);
     let tensors = tensors::convert(&cfg, checkpoint.tensors, quantize)?;
     Gguf::from_parts(metadata, tensors)
+}
+
+/// The tokenizer of a directory alone (tokenizer.json and its companions; no config.json or
+/// weights needed), as the same `tokenizer.*` GGUF keys a checkpoint's loader makes.
+pub fn open_tokenizer(dir: &Path) -> Result<Gguf> {
+    Gguf::from_parts(tokenizer::metadata(dir, None, &[], None)?, Vec::new())
 }
 
 /// A single-file checkpoint held in memory (`config.json`'s text and a safetensors file's

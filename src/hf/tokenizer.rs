@@ -124,7 +124,7 @@ fn s_eq(v: &Json, key: &str, want: &str) -> bool {
 /// `eos_ids` come from config.json.
 pub fn metadata(
     dir: &Path,
-    n_vocab: usize,
+    n_vocab: Option<usize>,
     config_eos: &[u32],
     config_bos: Option<u32>,
 ) -> Result<Vec<(String, Value)>> {
@@ -137,6 +137,12 @@ pub fn metadata(
         return Err(bad(format!("model type {} is not supported (BPE is)", model.get("type").unwrap_or(&Json::Null))));
     }
     let vocab = model.get("vocab").and_then(|v| v.as_object()).ok_or_else(|| bad("no `model.vocab` object"))?;
+    let added = tj.get("added_tokens").and_then(|a| a.as_array()).cloned().unwrap_or_default();
+    // Without a model, the tokenizer's own size: one past its largest id.
+    let n_vocab = n_vocab.unwrap_or_else(|| {
+        let ids = vocab.values().chain(added.iter().filter_map(|t| t.get("id")));
+        ids.filter_map(|v| v.as_u64()).max().map_or(0, |m| m as usize + 1).min(1 << 24)
+    });
     let mut tokens: Vec<Option<String>> = vec![None; n_vocab];
     let mut types = vec![1i32; n_vocab]; // normal
     let place = |id: &Json, text: &str, tokens: &mut Vec<Option<String>>| -> Result<usize> {
@@ -151,7 +157,6 @@ pub fn metadata(
     for (text, id) in vocab {
         place(id, text, &mut tokens)?;
     }
-    let added = tj.get("added_tokens").and_then(|a| a.as_array()).cloned().unwrap_or_default();
     for t in &added {
         let text =
             t.get("content").and_then(|c| c.as_str()).ok_or_else(|| bad(format!("added token {t} has no content")))?;
