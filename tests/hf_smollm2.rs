@@ -1,8 +1,8 @@
 //! The full SmolLM2-135M-Instruct as transformers converts it from the cached GGUF (dequantized
 //! to F32 safetensors, q/k rows back in Hugging Face order: tests/data/hf/convert_smollm2.py),
-//! against the GGUF itself, and Gemma 3's real tokenizer.json. The directory is 540 MB and not
-//! committed: without it (at
-//! $ULTRA_SMOLLM2_HF, else /tmp/ultra-smollm2-hf) these tests print SKIP and pass.
+//! against the GGUF itself, and Gemma 3's real tokenizer.json. Neither is committed (540 MB and
+//! 33 MB): without them (at $ULTRA_SMOLLM2_HF, else /tmp/ultra-smollm2-hf; $ULTRA_GEMMA3_TOK,
+//! else /tmp/ultra-gemma3-tok) these tests print SKIP and pass.
 
 mod common;
 
