@@ -193,7 +193,7 @@ pub fn resolve(model: &str) -> Result<PathBuf> {
         return Ok(path);
     }
     let what = if path.is_dir() {
-        "is a directory without config.json"
+        "is not a file (nor a Hugging Face directory with config.json)"
     } else if path.exists() {
         "is not a file"
     } else {
