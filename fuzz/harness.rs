@@ -51,17 +51,56 @@ pub fn gguf(data: &[u8]) {
         let _ = tok.decode_lossy(&[0, 1, u32::MAX, tok.vocab_size() as u32]);
         let _ = tok.apply_chat_template(&[ChatMessage::user("hi")], true);
     }
-    let Ok(config) = Config::from_gguf(&g) else { return };
+    run_model(&g);
+}
+
+/// Loads a parsed model on the CPU when it is small and runs a few tokens. Contract: `Ok` or
+/// `Err`, never a panic; an id outside the vocabulary is refused.
+fn run_model(g: &Gguf) {
+    let Ok(config) = Config::from_gguf(g) else { return };
     if g.tensors.iter().map(|t| t.n_bytes).sum::<u64>() > MAX_MODEL_BYTES {
         return;
     }
-    let Ok(mut runner) = Runner::load(Cpu::new(), &g, CacheLayout::plain(1, 8), 8) else { return };
+    let Ok(mut runner) = Runner::load(Cpu::new(), g, CacheLayout::plain(1, 8), 8) else { return };
     let seq = runner.cache.add_seq();
     let vocab = config.vocab_size as u32; // ≥ 1: token_embd has a row per token
     // Two prompt tokens, then one decode step; an id outside the vocabulary must be refused.
     let _ = runner.forward(&Batch::sequence(seq, 0, &[0, vocab - 1], true));
     let _ = runner.forward(&Batch::sequence(seq, 2, &[vocab / 2], false));
     assert!(runner.forward(&Batch::sequence(seq, 3, &[vocab], false)).is_err(), "id {vocab} of {vocab} accepted");
+}
+
+/// The `config.json`s the `safetensors` target pairs its input with (its first byte picks one):
+/// one tiny shape (hidden 8, FFN 16, one layer, 2 heads and 1 KV head of 4, vocabulary 16) per
+/// architecture, so that a file holding that model's tensor names loads and runs.
+pub const HF_CONFIGS: [&str; 4] = [
+    r#"{"model_type":"llama","hidden_size":8,"intermediate_size":16,"num_hidden_layers":1,"num_attention_heads":2,"num_key_value_heads":1,"vocab_size":16,"max_position_embeddings":64,"tie_word_embeddings":false,"rope_parameters":{"rope_type":"llama3","rope_theta":10000.0,"factor":8.0,"low_freq_factor":1.0,"high_freq_factor":4.0,"original_max_position_embeddings":32}}"#,
+    r#"{"model_type":"qwen2","hidden_size":8,"intermediate_size":16,"num_hidden_layers":1,"num_attention_heads":2,"num_key_value_heads":1,"vocab_size":16,"max_position_embeddings":64}"#,
+    r#"{"model_type":"qwen3","hidden_size":8,"intermediate_size":16,"num_hidden_layers":1,"num_attention_heads":2,"num_key_value_heads":1,"head_dim":4,"vocab_size":16,"max_position_embeddings":64,"tie_word_embeddings":true}"#,
+    r#"{"model_type":"gemma3_text","hidden_size":8,"intermediate_size":16,"num_hidden_layers":1,"num_attention_heads":2,"num_key_value_heads":1,"head_dim":4,"vocab_size":16,"max_position_embeddings":64,"sliding_window":4,"query_pre_attn_scalar":4}"#,
+];
+
+/// A Hugging Face checkpoint on arbitrary bytes: the first byte picks a `config.json` of
+/// `HF_CONFIGS`, the rest is the `model.safetensors` file. Parsed (header, offsets, dtypes,
+/// shapes), named and converted (llama's q/k permutation, Gemma's 1 + w), every tensor's bytes
+/// read, and a model that loads runs a few tokens. Contract: `Ok` or `Err`, never a panic.
+pub fn safetensors(data: &[u8]) {
+    let Some((&pick, file)) = data.split_first() else { return };
+    let Ok(g) = ultra::hf::from_bytes(HF_CONFIGS[pick as usize % HF_CONFIGS.len()], file.to_vec()) else { return };
+    for t in &g.tensors {
+        let bytes = g.tensor_bytes(t);
+        assert_eq!(bytes.bytes().len() as u64, t.n_bytes, "{}", t.name);
+        if let Ok(format) = t.format()
+            && let Ok(row_bytes) = format.row_bytes(t.cols())
+            && t.cols() <= 1 << 16
+        {
+            let mut out = vec![0f32; t.cols()];
+            for row in bytes.bytes().chunks_exact(row_bytes).take(2) {
+                quant::dequantize_row(format, row, &mut out);
+            }
+        }
+    }
+    run_model(&g);
 }
 
 /// The real vocabularies (SmolLM2's byte-level BPE, Gemma 3's SentencePiece), fetched into the

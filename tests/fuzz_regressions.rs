@@ -40,6 +40,11 @@ fn gguf_inputs() {
 }
 
 #[test]
+fn safetensors_inputs() {
+    replay("safetensors", harness::safetensors);
+}
+
+#[test]
 fn bpe_inputs() {
     replay("bpe", harness::bpe);
 }

@@ -85,7 +85,8 @@ fn sources<B: Backend>(backend: &B, model: &Llama<B>, args: &BenchArgs) -> Resul
             }
             DraftMode::Model => {
                 let path = args.draft_model.as_ref().context("--draft-mode model needs --draft-model PATH")?;
-                let gguf = Gguf::open(path).with_context(|| format!("loading draft model {}", path.display()))?;
+                let gguf = ultra::hf::open_model(path, None)
+                    .with_context(|| format!("loading draft model {}", path.display()))?;
                 let draft = Llama::load(backend, &gguf)?;
                 if draft.config.vocab_size != model.config.vocab_size {
                     bail!(

@@ -53,7 +53,8 @@ fn drafter<B: Backend>(
         }
         DraftMode::Model => {
             let path = args.spec.draft_model.as_ref().context("--draft-mode model needs --draft-model PATH")?;
-            let gguf = Gguf::open(path).with_context(|| format!("loading draft model {}", path.display()))?;
+            let gguf =
+                ultra::hf::open_model(path, None).with_context(|| format!("loading draft model {}", path.display()))?;
             let model = Llama::load(&*target.backend, &gguf)?;
             if model.config.vocab_size != target.config().vocab_size {
                 bail!(

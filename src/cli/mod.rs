@@ -60,8 +60,14 @@ pub(crate) use with_backend;
 pub struct ModelArgs {
     /// A GGUF file, or a known model name (`ultra models` lists them: smollm2-135m, the default,
     /// and gemma3-270m), fetched and cached on first use.
+    /// A Hugging Face checkpoint directory (config.json, *.safetensors, tokenizer.json) works too.
     #[arg(long, value_name = "PATH|NAME")]
     pub model: Option<String>,
+    /// Quantize a checkpoint directory's matrices on load: q4_0, q4_1, q5_0, q5_1, q8_0,
+    /// q2_k ... q6_k, f16, bf16 (any name `ultra quantize` takes). Matrices whose rows are not
+    /// whole blocks of it keep their type.
+    #[arg(long, value_name = "FORMAT")]
+    pub quantize: Option<String>,
 }
 
 impl ModelArgs {
@@ -75,7 +81,13 @@ impl ModelArgs {
 
     pub fn open(&self) -> Result<Gguf> {
         let path = self.path()?;
-        Gguf::open(&path).with_context(|| format!("loading {}", path.display()))
+        let quantize = match &self.quantize {
+            None => None,
+            Some(name) => Some(
+                ultra::quant::Format::parse(name).with_context(|| format!("--quantize {name}: not a format name"))?,
+            ),
+        };
+        ultra::hf::open_model(&path, quantize).with_context(|| format!("loading {}", path.display()))
     }
 }
 

@@ -70,7 +70,7 @@ pub fn run(args: ServeArgs) -> Result<()> {
         ),
     };
     let path = args.model.path()?;
-    let gguf = ultra::gguf::Gguf::open(&path).with_context(|| format!("loading {}", path.display()))?;
+    let gguf = args.model.open()?;
     let tokenizer = Tokenizer::from_gguf(&gguf)?;
     let config = Config::from_gguf(&gguf)?;
     let context = context_size(args.ctx, config.context_length);

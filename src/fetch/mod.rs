@@ -189,10 +189,16 @@ pub fn resolve(model: &str) -> Result<PathBuf> {
         return known.ensure();
     }
     let path = PathBuf::from(model);
-    if path.is_file() {
+    if path.is_file() || crate::hf::is_checkpoint_dir(&path) {
         return Ok(path);
     }
-    let what = if path.exists() { "is not a file" } else { "does not exist" };
+    let what = if path.is_dir() {
+        "is not a file (nor a Hugging Face directory with config.json)"
+    } else if path.exists() {
+        "is not a file"
+    } else {
+        "does not exist"
+    };
     Err(Error::InvalidArgument(format!(
         "--model `{model}` {what} and is not a known model name (known: {}; `ultra models` lists them)",
         known_names()

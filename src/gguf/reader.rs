@@ -54,6 +54,9 @@ pub struct Gguf {
     index: HashMap<String, usize>,
     meta_index: HashMap<String, usize>,
     bytes: Arc<dyn AsRef<[u8]> + Send + Sync>,
+    /// Each tensor's bytes, in `tensors` order, for a model assembled in memory (`from_parts`:
+    /// a Hugging Face directory); empty for a file, whose tensors lie in `bytes`.
+    parts: Vec<HostBytes>,
 }
 
 impl Gguf {
@@ -81,7 +84,40 @@ impl Gguf {
         };
         let index = tensors.iter().enumerate().map(|(i, t)| (t.name.clone(), i)).collect();
         let meta_index = metadata.iter().enumerate().map(|(i, (k, _))| (k.clone(), i)).collect();
-        Ok(Gguf { version, metadata, tensors, alignment, data_offset, index, meta_index, bytes })
+        Ok(Gguf { version, metadata, tensors, alignment, data_offset, index, meta_index, bytes, parts: Vec::new() })
+    }
+
+    /// A model assembled in memory: GGUF metadata and tensors whose bytes lie elsewhere (memory
+    /// maps of other files, or converted copies). Each tensor's `n_bytes` must be its bytes' length.
+    pub fn from_parts(metadata: Vec<(String, Value)>, tensors: Vec<(TensorInfo, HostBytes)>) -> Result<Gguf> {
+        let (tensors, parts): (Vec<TensorInfo>, Vec<HostBytes>) = tensors.into_iter().unzip();
+        let mut index = HashMap::new();
+        for (i, (t, p)) in tensors.iter().zip(&parts).enumerate() {
+            if t.n_bytes != p.bytes().len() as u64 {
+                return Err(Error::Metadata(format!(
+                    "tensor `{}`: {} bytes for {} declared",
+                    t.name,
+                    p.bytes().len(),
+                    t.n_bytes
+                )));
+            }
+            if index.insert(t.name.clone(), i).is_some() {
+                return Err(Error::Metadata(format!("duplicate tensor `{}`", t.name)));
+            }
+        }
+        let meta_index = metadata.iter().enumerate().map(|(i, (k, _))| (k.clone(), i)).collect();
+        let bytes: Arc<dyn AsRef<[u8]> + Send + Sync> = Arc::new(Vec::<u8>::new());
+        Ok(Gguf {
+            version: 3,
+            metadata,
+            tensors,
+            alignment: DEFAULT_ALIGNMENT,
+            data_offset: 0,
+            index,
+            meta_index,
+            bytes,
+            parts,
+        })
     }
 
     pub fn get(&self, key: &str) -> Option<&Value> {
@@ -94,13 +130,16 @@ impl Gguf {
 
     /// A tensor's bytes, shared with the map (no copy).
     pub fn tensor_bytes(&self, info: &TensorInfo) -> HostBytes {
+        if let Some(part) = self.index.get(&info.name).and_then(|&i| self.parts.get(i)) {
+            return part.clone();
+        }
         // Bounds were checked at parse time.
         let start = (self.data_offset + info.offset) as usize;
         HostBytes::new(self.bytes.clone(), start, start + info.n_bytes as usize)
     }
 
     pub fn file_len(&self) -> usize {
-        (*self.bytes).as_ref().len()
+        (*self.bytes).as_ref().len() + self.parts.iter().map(|p| p.bytes().len()).sum::<usize>()
     }
 }
 

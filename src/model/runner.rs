@@ -75,9 +75,9 @@ impl<B: Backend> Runner<B> {
         Runner::new(Arc::new(backend), Arc::new(model), layout, context)
     }
 
-    /// Opens a GGUF file and loads it with a plain cache for `max_seqs` sequences of `context`.
+    /// Opens a GGUF file (or a Hugging Face checkpoint directory) and loads it with a plain cache for `max_seqs` sequences of `context`.
     pub fn open(backend: B, path: &Path, max_seqs: usize, context: usize) -> Result<Runner<B>> {
-        let gguf = Gguf::open(path)?;
+        let gguf = crate::hf::open_model(path, None)?;
         let config = Config::from_gguf(&gguf)?;
         let context = context.min(config.context_length).max(1);
         Runner::load(backend, &gguf, CacheLayout::plain(max_seqs, context), context)

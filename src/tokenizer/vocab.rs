@@ -169,6 +169,10 @@ pub fn special_ids(
         }
     }
     eog.extend(ids.eos);
+    // Several end ids (a Hugging Face generation_config.json's list; our key, not llama.cpp's).
+    if let Some(list) = gguf.get("tokenizer.ggml.eog_token_ids").and_then(|v| v.as_array()) {
+        eog.extend(list.iter().filter_map(|v| v.as_u64()).filter(|&id| id < n as u64).map(|id| id as u32));
+    }
     eog.extend(ids.eot);
     eog.extend(ids.eom);
     (ids, eog.into_iter().collect())
