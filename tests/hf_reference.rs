@@ -16,6 +16,7 @@ use ultra::gguf::Gguf;
 use ultra::kv_cache::CacheLayout;
 use ultra::model::{Arch, Batch, Config, Runner};
 use ultra::quant::Format;
+use ultra::quant::target::Target;
 use ultra::tokenizer::{ChatMessage, Tokenizer};
 
 use common::{floats, ids, load_json, refs_dir};
@@ -156,7 +157,7 @@ fn tokenizer_ids_and_chat_template_match_transformers() {
 /// bound is loose (0.5) and the lower one shows the quantized matrices are the ones used.
 #[test]
 fn quantize_on_load_stores_q8_0_and_stays_close() {
-    let g = ultra::hf::open(&dir("qwen3-tiny"), Some(Format::Q8_0)).unwrap();
+    let g = ultra::hf::open(&dir("qwen3-tiny"), Some(Target::Pure(Format::Q8_0))).unwrap();
     assert_eq!(g.tensor("blk.0.attn_q.weight").unwrap().format().unwrap(), Format::Q8_0);
     assert_eq!(g.tensor("blk.0.attn_norm.weight").unwrap().format().unwrap(), Format::BF16, "vectors keep their type");
     let worst = max_logprob_diff(&g, &reference("qwen3-tiny"));
@@ -164,14 +165,30 @@ fn quantize_on_load_stores_q8_0_and_stays_close() {
     assert!(worst < 0.5 && worst > 10.0 * LOGPROB_TOL, "q8_0: {worst:.2e}");
 }
 
+/// `--quantize int4` on load takes `ultra quantize`'s rule: the layers' matrices are INT4 (at the
+/// largest group that divides their rows), the file carries the layout version, and it runs.
+#[test]
+fn quantize_on_load_to_int4_follows_ultra_quantize() {
+    let g = ultra::hf::open(&dir("qwen3-tiny"), Some(Target::parse("int4", None).unwrap())).unwrap();
+    let f = g.tensor("blk.0.attn_q.weight").unwrap().format().unwrap();
+    assert!(matches!(f, Format::Intn(i) if i.scheme == ultra::quant::intn::Scheme::Int4), "{f:?}");
+    assert!(g.get(ultra::quant::intn::VERSION_KEY).is_some());
+    let worst = max_logprob_diff(&g, &reference("qwen3-tiny"));
+    eprintln!("qwen3-tiny --quantize int4: max |Δ log-prob| {worst:.2e}");
+    assert!(worst.is_finite() && worst > 10.0 * LOGPROB_TOL, "int4: {worst:.2e}");
+}
+
 /// `ultra generate --model DIR` end to end: plain, with the chat template, quantized on load;
 /// a bad `--quantize` name, and `--quantize` on a GGUF file, are clear errors.
 #[test]
 fn the_cli_generates_from_a_directory() {
     let ultra = |args: &[&str]| std::process::Command::new(env!("CARGO_BIN_EXE_ultra")).args(args).output().unwrap();
-    for (model, extra) in
-        [("qwen2-tiny", &[][..]), ("llama-smollm2", &["--chat"][..]), ("gemma3-tiny", &["--quantize", "q8_0"][..])]
-    {
+    for (model, extra) in [
+        ("qwen2-tiny", &[][..]),
+        ("llama-smollm2", &["--chat"][..]),
+        ("gemma3-tiny", &["--quantize", "q8_0"][..]),
+        ("qwen3-tiny", &["--quantize", "nf4"][..]),
+    ] {
         let d = dir(model);
         let mut args =
             vec!["generate", "--model", d.to_str().unwrap(), "--prompt", "the cat sat", "--max-tokens", "6", "--json"];

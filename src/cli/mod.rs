@@ -63,9 +63,10 @@ pub struct ModelArgs {
     /// A Hugging Face checkpoint directory (config.json, *.safetensors, tokenizer.json) works too.
     #[arg(long, value_name = "PATH|NAME")]
     pub model: Option<String>,
-    /// Quantize a checkpoint directory's matrices on load: q4_0, q4_1, q5_0, q5_1, q8_0,
-    /// q2_k ... q6_k, f16, bf16 (any name `ultra quantize` takes). Matrices whose rows are not
-    /// whole blocks of it keep their type.
+    /// Quantize a checkpoint directory's matrices on load, as `ultra quantize --to` would (the
+    /// same names: int8, int4, int2, nf4, nf4_dq at their default group size or spelled out as
+    /// int4_g64; q4_0 ... q8_0, q2_k ... q6_k, q4_k_m; f16, bf16); the embeddings and output
+    /// keep at least 8 bits.
     #[arg(long, value_name = "FORMAT")]
     pub quantize: Option<String>,
 }
@@ -83,9 +84,9 @@ impl ModelArgs {
         let path = self.path()?;
         let quantize = match &self.quantize {
             None => None,
-            Some(name) => Some(
-                ultra::quant::Format::parse(name).with_context(|| format!("--quantize {name}: not a format name"))?,
-            ),
+            Some(name) => {
+                Some(ultra::quant::target::Target::parse(name, None).with_context(|| format!("--quantize {name}"))?)
+            }
         };
         ultra::hf::open_model(&path, quantize).with_context(|| format!("loading {}", path.display()))
     }

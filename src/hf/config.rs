@@ -13,6 +13,7 @@ use crate::model::Arch;
 pub struct HfConfig {
     pub arch: Arch,
     pub metadata: Vec<(String, Value)>,
+    pub n_layers: usize,
     pub n_heads: usize,
     pub n_kv_heads: usize,
     pub head_dim: usize,
@@ -167,6 +168,7 @@ pub fn parse(text: &str) -> Result<HfConfig> {
     Ok(HfConfig {
         arch,
         metadata: m,
+        n_layers,
         n_heads,
         n_kv_heads,
         head_dim,

@@ -17,7 +17,10 @@ use std::path::Path;
 
 use crate::error::{Error, Result};
 use crate::gguf::Gguf;
+use crate::gguf::Value;
 use crate::quant::Format;
+use crate::quant::intn;
+use crate::quant::target::Target;
 
 pub use safetensors::parse as parse_safetensors;
 
@@ -28,23 +31,23 @@ pub fn is_checkpoint_dir(path: &Path) -> bool {
 
 /// Opens a model: a GGUF file, or a checkpoint directory quantized on load to `quantize`
 /// (which a GGUF file refuses: it is converted once, by `ultra quantize`).
-pub fn open_model(path: &Path, quantize: Option<Format>) -> Result<Gguf> {
+pub fn open_model(path: &Path, quantize: Option<Target>) -> Result<Gguf> {
     if path.is_dir() {
         return open(path, quantize);
     }
     if let Some(q) = quantize {
         return Err(Error::InvalidArgument(format!(
             "--quantize {} applies to Hugging Face checkpoint directories; {} is a GGUF file",
-            q.name(),
+            q.name().to_lowercase(),
             path.display()
         )));
     }
     Gguf::open(path)
 }
 
-/// Loads the checkpoint in `dir`, its matrices quantized to `quantize` where given (those whose
-/// rows are whole blocks of it; `Format::parse` names the formats).
-pub fn open(dir: &Path, quantize: Option<Format>) -> Result<Gguf> {
+/// Loads the checkpoint in `dir`, its matrices quantized to `quantize` where given (as `ultra
+/// quantize` would: `quant::target`).
+pub fn open(dir: &Path, quantize: Option<Target>) -> Result<Gguf> {
     let path = dir.join("config.json");
     let text = std::fs::read_to_string(&path).map_err(Error::file(&path))?;
     let cfg = config::parse(&text)?;
@@ -52,6 +55,9 @@ pub fn open(dir: &Path, quantize: Option<Format>) -> Result<Gguf> {
     let mut metadata = cfg.metadata.clone();
     metadata.extend(tokenizer::metadata(dir, Some(vocab_size(&cfg)), &cfg.eos_ids, cfg.bos_id)?);
     let tensors = tensors::convert(&cfg, checkpoint.tensors, quantize)?;
+    if tensors.iter().any(|(t, _)| matches!(t.format(), Ok(Format::Intn(_)))) {
+        metadata.push((intn::VERSION_KEY.to_string(), Value::U32(intn::VERSION)));
+    }
     Gguf::from_parts(metadata, tensors)
 }
 

@@ -20,7 +20,9 @@ use crate::backend::HostBytes;
 use crate::error::{Error, Result};
 use crate::gguf::TensorInfo;
 use crate::model::Arch;
-use crate::quant::{Format, dequantize_row, quantize_row};
+use crate::quant::kquant::mix::MixModel;
+use crate::quant::target::{self, Target};
+use crate::quant::{Format, dequantize_row};
 
 /// The GGUF name of an HF tensor, `None` for tensors the text model does not use.
 fn gguf_name(arch: Arch, hf: &str) -> Result<Option<String>> {
@@ -137,13 +139,20 @@ fn llama3_rope_freqs(r: &Llama3Rope, head_dim: usize) -> Vec<f32> {
         .collect()
 }
 
-/// Every tensor the model reads, GGUF-named, converted, and quantized to `quantize` where asked
-/// (2-D matrices whose rows are whole blocks of it; the rest keep their type).
+/// Every tensor the model reads, GGUF-named, converted, and quantized to `quantize` where asked,
+/// by the rule `ultra quantize` follows (`quant::target`: matrices take the target, the
+/// embeddings and output keep at least 8 bits, vectors keep their type).
 pub fn convert(
     cfg: &HfConfig,
     tensors: HashMap<String, Entry>,
-    quantize: Option<Format>,
+    quantize: Option<Target>,
 ) -> Result<Vec<(TensorInfo, HostBytes)>> {
+    let model = MixModel {
+        n_layers: cfg.n_layers,
+        n_gqa: (cfg.n_heads / cfg.n_kv_heads.max(1)).max(1),
+        tied_embeddings: cfg.tied,
+    };
+    let keep: Vec<String> = target::DEFAULT_KEEP.iter().map(|r| r.to_string()).collect();
     let mut out = Vec::with_capacity(tensors.len() + 1);
     let mut names: Vec<&String> = tensors.keys().collect();
     names.sort();
@@ -171,18 +180,16 @@ pub fn convert(
             let row_count = if entry.shape.len() == 2 { rows } else { n };
             bytes = HostBytes::from_vec(permute_rows(bytes.bytes(), row_count, heads, hf)?);
         }
-        match quantize.filter(|q| entry.shape.len() == 2 && rows > 1 && entry.shape[1].is_multiple_of(q.block_len())) {
-            Some(q) if q != format => {
-                let cols = entry.shape[1];
-                let mut packed = Vec::with_capacity(q.row_bytes(cols)? * rows);
-                let mut row = vec![0f32; cols];
-                for r in bytes.bytes().chunks_exact(format.row_bytes(cols)?) {
-                    dequantize_row(format, r, &mut row);
-                    quantize_row(q, &row, &mut packed);
-                }
-                out.push((info(name, q, &entry.shape, packed.len()), HostBytes::from_vec(packed)));
-            }
-            _ => out.push((info(name, format, &entry.shape, bytes.bytes().len()), bytes)),
+        let to = match (quantize, entry.shape.as_slice()) {
+            (Some(t), &[rows, cols]) => t.tensor_format(&name, rows, cols, format, &model, &keep),
+            _ => format,
+        };
+        if to != format {
+            let (rows, cols) = (entry.shape[0], entry.shape[1]);
+            let packed = target::convert(format, bytes.bytes(), rows, cols, to)?;
+            out.push((info(name, to, &entry.shape, packed.len()), HostBytes::from_vec(packed)));
+        } else {
+            out.push((info(name, format, &entry.shape, bytes.bytes().len()), bytes));
         }
     }
     // Without its head an untied model would silently run tied (the loader's fallback).
