@@ -22,6 +22,7 @@ use rayon::prelude::*;
 use crate::error::{Error, Result};
 use crate::gguf::{GgufWriter, TensorStream, Value, ValueType};
 use crate::quant::kquant::mix::{Mix, MixModel};
+use crate::quant::target::Target;
 use crate::quant::{Format, quantize_row_into};
 
 /// What `ultra synth --type` writes: one format for every matrix, or a k-quant mix.
@@ -242,29 +243,17 @@ pub fn synth_gguf(arch: &str, preset: &str, weights: impl Into<WeightType>, seed
     Ok(())
 }
 
-/// llama.cpp's `llama_ftype` of the file.
+/// llama.cpp's `llama_ftype` of the file (`ultra quantize`'s rule); ours have none: the type id
+/// itself (llama.cpp refuses such files anyway).
 fn file_type(weights: WeightType) -> u32 {
-    let format = match weights {
-        WeightType::Pure(format) => format,
-        WeightType::Mix(mix) => return mix.file_type(),
+    let target = match weights {
+        WeightType::Pure(format) => Target::Pure(format),
+        WeightType::Mix(mix) => Target::Mix(mix),
     };
-    match format {
-        Format::F32 => 0,
-        Format::F16 => 1,
-        Format::Q4_0 => 2,
-        Format::Q4_1 => 3,
-        Format::Q8_0 => 7,
-        Format::Q5_0 => 8,
-        Format::Q5_1 => 9,
-        Format::BF16 => 32,
-        // A file of one k-quant throughout is closest to llama.cpp's "_S" (small) file types.
-        Format::Q2_K => 10,
-        Format::Q3_K => 11,
-        Format::Q4_K => 14,
-        Format::Q5_K => 16,
-        Format::Q6_K => 18,
-        // Ours: no llama_ftype; the type id itself (llama.cpp refuses such files anyway).
-        Format::Intn(f) => f.type_id(),
+    match (target.file_type(), weights) {
+        (Some(t), _) => t,
+        (None, WeightType::Pure(Format::Intn(f))) => f.type_id(),
+        (None, _) => 0,
     }
 }
 

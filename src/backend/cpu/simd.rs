@@ -250,6 +250,20 @@ pub(super) mod avx2 {
     }
 }
 
+/// Reproducible random bytes (xorshift64) for the kernel tests: every bit pattern, NaNs included.
+#[cfg(test)]
+pub(crate) fn noise(n: usize, seed: u64) -> Vec<u8> {
+    let mut s = seed.wrapping_mul(0x9e37_79b9_7f4a_7c15) | 1;
+    (0..n)
+        .map(|_| {
+            s ^= s << 13;
+            s ^= s >> 7;
+            s ^= s << 17;
+            s as u8
+        })
+        .collect()
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -324,20 +338,9 @@ mod tests {
 /// The AVX-512 kernels (avx512.rs) against the portable path, bit for bit.
 #[cfg(all(test, target_arch = "x86_64"))]
 mod avx512_tests {
+    use super::noise;
     use crate::backend::cpu::avx512::{AVAILABLE, dequantize_row, dot_quant, dot4x4};
     use crate::quant::{Format, dequantize_row as reference_dequantize};
-
-    fn noise(n: usize, seed: u64) -> Vec<u8> {
-        let mut s = seed.wrapping_mul(0x9e37_79b9_7f4a_7c15) | 1;
-        (0..n)
-            .map(|_| {
-                s ^= s << 13;
-                s ^= s >> 7;
-                s ^= s << 17;
-                s as u8
-            })
-            .collect()
-    }
 
     fn floats(n: usize, seed: u64) -> Vec<f32> {
         noise(n, seed).iter().map(|&b| b as f32 / 127.5 - 1.0).collect()

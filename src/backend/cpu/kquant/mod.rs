@@ -216,20 +216,9 @@ pub fn dequantize_row(format: Format, src: &[u8], dst: &mut [f32]) {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::backend::cpu::simd::noise;
     use crate::backend::cpu::simd::portable;
     use crate::quant::dequantize_row as reference;
-
-    fn noise(n: usize, seed: u64) -> Vec<u8> {
-        let mut s = seed.wrapping_mul(0x9e37_79b9_7f4a_7c15) | 1;
-        (0..n)
-            .map(|_| {
-                s ^= s << 13;
-                s ^= s >> 7;
-                s ^= s << 17;
-                s as u8
-            })
-            .collect()
-    }
 
     /// Random k-quant rows: every bit random but the f16 super-block scales, kept finite and
     /// of both signs (a NaN's payload is not the point).
