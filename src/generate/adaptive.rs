@@ -1,13 +1,17 @@
 //! The adaptive speculation window: grows k after rounds that accept every draft, shrinks it
 //! after rounds that accept few, and turns speculation off while it does not pay, measured as
-//! tokens per second of speculative rounds against plain decoding steps.
+//! tokens per second of speculative rounds (drafting included) against plain decoding steps.
+//! Each probe that still does not pay doubles the time off (a probe costs a draft model its
+//! catch-up on the tokens it missed), so a draft that never pays costs little.
 
 use std::time::Duration;
 
 /// Exponential moving average weight of the newest observation.
 const EMA: f64 = 0.25;
-/// Plain steps to run while speculation is off before probing it again.
+/// Plain steps to run while speculation is off before probing it again (doubled after each
+/// probe that does not pay, up to `MAX_OFF_STEPS`).
 const OFF_STEPS: usize = 16;
+const MAX_OFF_STEPS: usize = 1024;
 
 pub struct AdaptiveWindow {
     k: usize,
@@ -17,13 +21,24 @@ pub struct AdaptiveWindow {
     spec_tok_s: Option<f64>,
     plain_tok_s: Option<f64>,
     off_for: usize,
+    /// How long the next turn-off lasts.
+    off_steps: usize,
 }
 
 impl AdaptiveWindow {
     /// A fixed window of `k` when `adaptive` is false; otherwise k moves within k_min..=k_max.
     pub fn new(k: usize, adaptive: bool, k_max: usize) -> AdaptiveWindow {
         let k_max = k_max.max(k).max(1);
-        AdaptiveWindow { k, k_min: 1, k_max, adaptive, spec_tok_s: None, plain_tok_s: None, off_for: 0 }
+        AdaptiveWindow {
+            k,
+            k_min: 1,
+            k_max,
+            adaptive,
+            spec_tok_s: None,
+            plain_tok_s: None,
+            off_for: 0,
+            off_steps: OFF_STEPS,
+        }
     }
 
     /// Drafts to ask for this round; 0 means run a plain decoding step.
@@ -50,10 +65,13 @@ impl AdaptiveWindow {
         } else if accepted * 2 < drafted {
             self.k = self.k.saturating_sub(1).max(self.k_min);
         }
-        if let (Some(spec), Some(plain)) = (self.spec_tok_s, self.plain_tok_s)
-            && spec < plain
-        {
-            self.off_for = OFF_STEPS;
+        if let (Some(spec), Some(plain)) = (self.spec_tok_s, self.plain_tok_s) {
+            if spec < plain {
+                self.off_for = self.off_steps;
+                self.off_steps = (self.off_steps * 2).min(MAX_OFF_STEPS);
+            } else {
+                self.off_steps = OFF_STEPS;
+            }
         }
     }
 
@@ -125,5 +143,29 @@ mod tests {
         assert_eq!(w.k(), 1, "after OFF_STEPS plain steps it probes again from k_min");
         w.after_round(1, 1, 2, 5 * MS); // 400 tok/s: pays
         assert!(w.k() >= 1);
+    }
+
+    #[test]
+    fn each_probe_that_does_not_pay_doubles_the_time_off() {
+        let mut w = AdaptiveWindow::new(2, true, 4);
+        w.after_plain_step(10 * MS); // plain: 100 tok/s
+        for off in [OFF_STEPS, 2 * OFF_STEPS, 4 * OFF_STEPS] {
+            w.after_round(w.k(), 0, 1, 30 * MS); // the probe: 33 tok/s
+            let mut plain = 0;
+            while w.k() == 0 {
+                w.after_plain_step(10 * MS);
+                plain += 1;
+            }
+            assert_eq!(plain, off, "off for {off} plain steps");
+        }
+        w.after_round(1, 1, 2, 5 * MS); // a probe that pays: back to the short period
+        w.after_round(1, 0, 1, 30 * MS);
+        w.after_round(1, 0, 1, 30 * MS);
+        let mut plain = 0;
+        while w.k() == 0 {
+            w.after_plain_step(10 * MS);
+            plain += 1;
+        }
+        assert!(plain <= 2 * OFF_STEPS, "{plain}");
     }
 }

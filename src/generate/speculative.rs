@@ -95,8 +95,10 @@ pub async fn generate_speculative_async<B: Backend>(
         let start = runner.cache.seq_len(seq)?; // = context.len() - 1
         let room = runner.context.saturating_sub(start + 1);
         let k = if window.wants_baseline() { 0 } else { window.k().min(room).min(opts.max_tokens - out.tokens.len()) };
-        let draft = if k > 0 { drafter.propose(&context, k)? } else { Draft { tokens: Vec::new(), probs: None } };
+        // A round's time includes drafting: a draft model costs what it costs, and the window
+        // must see it to turn speculation off when it does not pay.
         let round = Instant::now();
+        let draft = if k > 0 { drafter.propose(&context, k)? } else { Draft { tokens: Vec::new(), probs: None } };
         let last = *context.last().expect("context holds the prompt");
         if draft.tokens.is_empty() {
             if start >= runner.context {
