@@ -103,7 +103,7 @@ impl<B: Backend> Loader<'_, B> {
         }
         let format = info.format()?;
         if let Format::Intn(_) = format {
-            crate::quant::intn::check_version(self.gguf)?;
+            check_intn_version(self.gguf)?;
         }
         self.backend.upload_weight(format, rows, cols, self.gguf.tensor_bytes(info))
     }
@@ -309,4 +309,18 @@ pub fn weight_format_summary(gguf: &Gguf) -> Vec<(Format, usize)> {
         }
     }
     counts
+}
+
+/// Ok when `gguf` declares the group-wise layout's version (`quant::intn::VERSION`): a file with our type ids but another
+/// version (or none) is refused with a clear error rather than read with the wrong layout.
+fn check_intn_version(gguf: &Gguf) -> Result<()> {
+    use crate::quant::intn::{ID_BASE, VERSION, VERSION_KEY};
+    match gguf.get(VERSION_KEY).and_then(|v| v.as_u64()) {
+        Some(v) if v == VERSION as u64 => Ok(()),
+        found => Err(Error::Metadata(format!(
+            "this file holds Ultra's group-wise tensors (type ids {ID_BASE}+) with {VERSION_KEY} = {}; \
+             this build reads version {VERSION}",
+            found.map_or("(missing)".to_string(), |v| v.to_string())
+        ))),
+    }
 }

@@ -38,19 +38,6 @@ pub const VERSION: u32 = 1;
 /// The metadata key that carries [`VERSION`].
 pub const VERSION_KEY: &str = "ultra.quant.version";
 
-/// Ok when `gguf` declares this layout's [`VERSION`]: a file with our type ids but another
-/// version (or none) is refused with a clear error rather than read with the wrong layout.
-pub fn check_version(gguf: &crate::gguf::Gguf) -> crate::error::Result<()> {
-    match gguf.get(VERSION_KEY).and_then(|v| v.as_u64()) {
-        Some(v) if v == VERSION as u64 => Ok(()),
-        found => Err(crate::error::Error::Metadata(format!(
-            "this file holds Ultra's group-wise tensors (type ids {ID_BASE}+) with {VERSION_KEY} = {}; \
-             this build reads version {VERSION}",
-            found.map_or("(missing)".to_string(), |v| v.to_string())
-        ))),
-    }
-}
-
 /// The first type id of ours; ids `ID_BASE..ID_BASE + 50` are reserved for group-wise formats.
 pub const ID_BASE: u32 = 1000;
 
