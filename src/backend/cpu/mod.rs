@@ -19,6 +19,8 @@ mod norm;
 mod rope;
 mod sampling;
 pub mod simd;
+#[cfg(target_arch = "x86_64")]
+mod wide;
 
 use crate::backend::{AttnBatch, AttnShape, Backend, DType, HostBytes, KvLayer, Rope, StepMode, Tensor, Weight};
 use crate::error::Result;

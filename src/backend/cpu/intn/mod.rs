@@ -53,22 +53,7 @@ const fn bits(s: u8) -> usize {
     }
 }
 
-/// Which kernels run: AVX-512 where present, else AVX2 (both bit-identical).
-fn isa() -> Option<Isa> {
-    if *super::avx512::AVAILABLE {
-        Some(Isa::Avx512)
-    } else if super::isa::avx2_fma() {
-        Some(Isa::Avx2)
-    } else {
-        None
-    }
-}
-
-#[derive(Clone, Copy, PartialEq, Debug)]
-enum Isa {
-    Avx512,
-    Avx2,
-}
+use super::wide::{Isa, isa};
 
 /// Whether [`dot_quant`] and [`dequantize_row`] run for `format` on this CPU.
 pub fn handles(format: Format) -> bool {
