@@ -8,11 +8,6 @@
 //             then xor-shuffle reduced;
 //             tile: f32 FMAs in k order per thread
 
-// LEVELS decoders (NF4) look values up in a per-block table that every thread helps fill (intn.cuh).
-#ifndef LEVELS
-#define LEVELS 0
-#endif
-
 template <int M>
 __device__ __forceinline__ void matmul_vec_body(const u8* qs, const u8* qh, const u8* dm, const void* x,
                                                 const float2* xds, float* dst, u32 m, u32 n, u32 k, u32 group,
@@ -22,10 +17,6 @@ __device__ __forceinline__ void matmul_vec_body(const u8* qs, const u8* qh, cons
     const u64 row = warp * (32 / group) + lane / group;
     const u32 sub = lane & (group - 1);
     const u32 m0 = blockIdx.y * M;
-#if LEVELS
-    levels_init();
-    __syncthreads();  // every thread of the block runs this body (MATMUL_VEC picks the part per block)
-#endif
     float acc[M];
 #pragma unroll
     for (int r = 0; r < M; r++) acc[r] = 0.0f;

@@ -3,9 +3,10 @@
 // Layout      repacked on upload (src/backend/cuda/repack.rs) into 32-value runs: qs [runs][16] 4-bit codes in Q4_0's
 //             order; dm [groups] u32 = the header, f16 absmax in the low half, group = run >> INTN_SHIFT.
 //             w = absmax·NF4[q]
-// Launch      none (device functions only); LEVELS: the bodies fill the shared levels first (intn.cuh)
-// Numerics    block_dot = absmax·d_x·Σ NF4[q_w]·q_x, an f32 fma chain (the levels are not integers, so no dp4a);
-//             tensor cores: the levels rounded to f16 (intn.cuh); w_get is the reference's absmax·NF4[q]
+// Launch      none (device functions only); LEVELS: the tensor-core body fills the shared f16 levels first (intn.cuh)
+// Numerics    block_dot = (absmax·d_x/32512)·Σ round(NF4[q_w]·32512)·q_x, the sum exact in int32 (dp4a on integer
+//             levels within 1.4e-5 of NF4's, intn.cuh); tensor cores: the levels rounded to f16 (intn.cuh); w_get is
+//             the reference's absmax·NF4[q]
 
 #define FORMAT_QUANTIZED 1
 #define QS_BYTES 16
@@ -19,7 +20,7 @@ __device__ __forceinline__ float w_get(const u8* qs, const u8* qh, const u8* dm,
 __device__ __forceinline__ float block_dot(const u8* qs, const u8* qh, const u8* dm, u64 blk, int4 x0, int4 x1,
                                            float2 xds) {
     const uint4 q = *(const uint4*)(qs + blk * 16);
-    return f16_to_f32(intn_header(dm, blk) & 0xffff) * xds.x * dot_levels(q, x0, x1);
+    return f16_to_f32(intn_header(dm, blk) & 0xffff) * (xds.x * (1.0f / NF4_INT_SCALE)) * (float)dot_levels(q, x0, x1);
 }
 
 // Tensor-core path (matmul_mma.cu): the group's header word per k step; B fragments from the f16 levels.

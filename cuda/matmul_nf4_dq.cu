@@ -3,7 +3,7 @@
 // Layout         repacked on upload (src/backend/cuda/repack.rs) into 32-value runs: qs [runs][16] 4-bit codes in
 //                Q4_0's order; dm [blocks] u32 = the header, f16 D | c0 << 16 | c1 << 24, block = run >> INTN_SHIFT,
 //                group j = (run >> (INTN_SHIFT - 1)) & 1. w = (D·c_j)·NF4[q]
-// Launch         none (device functions only); LEVELS: the bodies fill the shared levels first (intn.cuh)
+// Launch         none (device functions only); LEVELS: the tensor-core body fills the shared f16 levels first
 // Numerics       as matmul_nf4.cu with the scale D·c_j (exact in f32: 11 by 8 bits)
 
 #define FORMAT_QUANTIZED 1
@@ -23,7 +23,7 @@ __device__ __forceinline__ float w_get(const u8* qs, const u8* qh, const u8* dm,
 __device__ __forceinline__ float block_dot(const u8* qs, const u8* qh, const u8* dm, u64 blk, int4 x0, int4 x1,
                                            float2 xds) {
     const uint4 q = *(const uint4*)(qs + blk * 16);
-    return dq_scale(intn_header(dm, blk), blk) * xds.x * dot_levels(q, x0, x1);
+    return dq_scale(intn_header(dm, blk), blk) * (xds.x * (1.0f / NF4_INT_SCALE)) * (float)dot_levels(q, x0, x1);
 }
 
 // Tensor-core path (matmul_mma.cu): the block's header word per k step; B fragments from the f16 levels.

@@ -1,7 +1,7 @@
 // decode32_nf4  one 32-value run of an NF4 group for matmul_vec: raw loads (one vec4 of codes, the group's absmax),
 //               vals = NF4[q]; d = absmax of the group (32 << INTN_SHIFT values)
 // Layout        repacked: qs [n_blocks] vec4<u32> (16 bytes per 32 values, as Q4_0; repack.rs) | one header word per
-//               group at word info.d: f16 absmax in the low half; quads as decode32_q4_0; levels at info.sc
+//               group at word info.d: f16 absmax in the low half; quads as decode32_q4_0; level pairs after info.sc
 // Launch        none (joined into matmul_vec, after intn.wgsl); raw's blk counts 32-value runs
 // Numerics      the levels are f32 constants, so each product level·x rounds once (as the CPU's dequantize-then-dot)
 
@@ -11,10 +11,9 @@ const HALVES: bool = false;
 struct Raw { q: vec4<u32>, d: f32, m: f32, d2: f32, m2: f32, lv: u32 }
 
 fn raw(info: WeightInfo, blk: u32) -> Raw {
-    return Raw(w[blk], unpack2x16float(word(info.d + (blk >> INTN_SHIFT))).x, 0.0, 0.0, 0.0, info.sc);
+    return Raw(w[blk], unpack2x16float(word(info.d + (blk >> INTN_SHIFT))).x, 0.0, 0.0, 0.0, (info.sc >> 2u) + 4u);
 }
 
 fn vals(r: Raw) -> Blk {
-    return Blk(nf4x4(r.lv, nib4(r.q.x, 0u)), nf4x4(r.lv, nib4(r.q.y, 0u)), nf4x4(r.lv, nib4(r.q.z, 0u)), nf4x4(r.lv, nib4(r.q.w, 0u)),
-               nf4x4(r.lv, nib4(r.q.x, 4u)), nf4x4(r.lv, nib4(r.q.y, 4u)), nf4x4(r.lv, nib4(r.q.z, 4u)), nf4x4(r.lv, nib4(r.q.w, 4u)));
+    return nf4_vals(r.lv, r.q);
 }

@@ -46,3 +46,24 @@ fn every_cuda_kernel_compiles_for_sm_90() {
     }
     assert!(failures.is_empty(), "{} modules failed:\n{}", failures.len(), failures.join("\n"));
 }
+
+/// The GEMV's integer NF4 levels (cuda/intn.cuh `NF4_HI`, `NF4_LO`) are round(NF4·32512) split
+/// into int8 halves, 256·hi + lo, recomputed here from the reference levels: an error in a lo byte
+/// is below the op table's tolerance, so it is checked exactly here. No NVRTC needed.
+#[test]
+fn nf4_integer_levels_match_the_reference_levels() {
+    let (mut hi, mut lo) = ([0u32; 4], [0u32; 4]);
+    for (c, level) in ultra::quant::intn::NF4.iter().enumerate() {
+        let q = (level * 32512.0).round() as i32;
+        let h = (q + 128).div_euclid(256);
+        let l = q - 256 * h;
+        assert!((-128..128).contains(&h) && (-128..128).contains(&l), "level {c}: {q} does not split");
+        hi[c / 4] |= (h as u8 as u32) << (8 * (c % 4));
+        lo[c / 4] |= (l as u8 as u32) << (8 * (c % 4));
+    }
+    let line = |name: &str, t: [u32; 4]| format!("#define {name} {}", t.map(|w| format!("{w:#010x}u")).join(", "));
+    let source = include_str!("../cuda/intn.cuh");
+    for expected in [line("NF4_HI", hi), line("NF4_LO", lo)] {
+        assert!(source.contains(&expected), "cuda/intn.cuh lacks `{expected}`");
+    }
+}

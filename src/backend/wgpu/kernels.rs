@@ -207,8 +207,8 @@ fn decoder32(format: Format) -> Option<&'static str> {
             Scheme::Int8 => shader!("decode32_int8"),
             Scheme::Int4 => shader!("decode32_int4"),
             Scheme::Int2 => shader!("decode32_int2"),
-            Scheme::Nf4 => shader!("decode32_nf4"),
-            Scheme::Nf4Dq => shader!("decode32_nf4_dq"),
+            Scheme::Nf4 => concat!(shader!("nf4_pairs"), shader!("decode32_nf4")),
+            Scheme::Nf4Dq => concat!(shader!("nf4_pairs"), shader!("decode32_nf4_dq")),
         }),
         Format::F32 | Format::F16 | Format::BF16 => None,
     }

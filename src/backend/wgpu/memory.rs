@@ -122,7 +122,7 @@ pub(super) fn rows_per_part(be: &Wgpu, format: Format, rows: usize, cols: usize,
 /// Rows per part: as even as the fewest parts of at most `limit` bytes (repacked) allow.
 fn part_rows(limit: u64, format: Format, row_bytes: usize, rows: usize) -> Result<usize> {
     // Repacking pads each section to a word and the whole to a vec4.
-    let slack = 4 * format.fields().len() as u64 + 16 + 64; // + NF4's level table
+    let slack = 4 * format.fields().len() as u64 + 16 + 16 + 64 + 4096; // + NF4's aligned level and pair tables
     let fit = (limit.saturating_sub(slack) / row_bytes.max(1) as u64) as usize;
     if fit == 0 {
         return Err(Error::Unsupported {

@@ -39,10 +39,17 @@ pub fn repack(format: Format, src: &[u8]) -> (Vec<u32>, Vec<u32>) {
         }
         bytes.resize(bytes.len().next_multiple_of(4), 0);
     }
-    // NF4: the 16 levels as f32 bits, one more section (info.sc; shaders/intn.wgsl).
+    // NF4: one more section (info.sc), vec4-aligned: the 16 levels as f32 bits (shaders/intn.wgsl),
+    // then 256 vec4 entries (NF4[c & 15], NF4[c >> 4], 0, 0), c a code byte (shaders/nf4_pairs.wgsl).
     if matches!(format, Format::Intn(f) if matches!(f.scheme, Scheme::Nf4 | Scheme::Nf4Dq)) {
+        bytes.resize(bytes.len().next_multiple_of(16), 0);
         offsets.push((bytes.len() / 4) as u32);
         NF4.iter().for_each(|l| bytes.extend_from_slice(&l.to_le_bytes()));
+        for c in 0..256 {
+            for l in [NF4[c & 15], NF4[c >> 4], 0.0, 0.0] {
+                bytes.extend_from_slice(&l.to_le_bytes());
+            }
+        }
     }
     // Whole vec4s: matmul_vec binds the buffer as array<vec4<u32>>.
     bytes.resize(bytes.len().next_multiple_of(16), 0);
