@@ -55,11 +55,11 @@ impl<B: Backend> DraftSource<B> {
         Ok(match self {
             DraftSource::Model(model) => {
                 let r = Runner::new(target.backend.clone(), model.clone(), layout, context)?;
-                Box::new(ModelDrafter::new(r, None, CHUNK))
+                Box::new(ModelDrafter::new(r, None, CHUNK).warmed_up()?)
             }
             DraftSource::SelfLayers(depth) => {
                 let r = Runner::with_depth(target.backend.clone(), target.model.clone(), layout, context, *depth)?;
-                Box::new(ModelDrafter::new(r, None, CHUNK))
+                Box::new(ModelDrafter::new(r, None, CHUNK).warmed_up()?)
             }
             DraftSource::Ngram => Box::new(NgramDrafter::new(3)),
             DraftSource::Lookup => Box::new(LookupDrafter::new(3)),
