@@ -7,8 +7,8 @@
 //! Prompts are prefilled from a paged cache with prefix caching, so after the first run a
 //! prompt's full pages are reused and the bench spends its time decoding. Prefill is not part
 //! of the figures either way. A drafter is built fresh for every generation (its own cache and
-//! counts start empty), and its own prefill of the prompt counts as decode time: it is a real
-//! cost of drafting with a model.
+//! counts start empty; a draft model is warmed up first, outside the clock), and its own prefill
+//! of the prompt counts as decode time: it is a real cost of drafting with a model.
 
 use std::sync::Arc;
 
@@ -55,11 +55,11 @@ impl<B: Backend> DraftSource<B> {
         Ok(match self {
             DraftSource::Model(model) => {
                 let r = Runner::new(target.backend.clone(), model.clone(), layout, context)?;
-                Box::new(ModelDrafter::new(r, None, CHUNK))
+                Box::new(ModelDrafter::new(r, None, CHUNK).warmed_up()?)
             }
             DraftSource::SelfLayers(depth) => {
                 let r = Runner::with_depth(target.backend.clone(), target.model.clone(), layout, context, *depth)?;
-                Box::new(ModelDrafter::new(r, None, CHUNK))
+                Box::new(ModelDrafter::new(r, None, CHUNK).warmed_up()?)
             }
             DraftSource::Ngram => Box::new(NgramDrafter::new(3)),
             DraftSource::Lookup => Box::new(LookupDrafter::new(3)),

@@ -49,7 +49,7 @@ fn drafter<B: Backend>(
         DraftMode::SelfLayers => {
             let depth = args.spec.draft_layers.unwrap_or((target.config().n_layers / 4).max(1));
             let r = Runner::with_depth(target.backend.clone(), target.model.clone(), layout, context, depth)?;
-            Some(Box::new(ModelDrafter::new(r, draft_sampler(0x5eed)?, args.batch)))
+            Some(Box::new(ModelDrafter::new(r, draft_sampler(0x5eed)?, args.batch).warmed_up()?))
         }
         DraftMode::Model => {
             let path = args.spec.draft_model.as_ref().context("--draft-mode model needs --draft-model PATH")?;
@@ -64,7 +64,7 @@ fn drafter<B: Backend>(
                 );
             }
             let r = Runner::new(target.backend.clone(), Arc::new(model), layout, context)?;
-            Some(Box::new(ModelDrafter::new(r, draft_sampler(0x5eed)?, args.batch)))
+            Some(Box::new(ModelDrafter::new(r, draft_sampler(0x5eed)?, args.batch).warmed_up()?))
         }
     })
 }

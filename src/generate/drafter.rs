@@ -29,6 +29,15 @@ pub trait Drafter {
     fn forward_passes(&self) -> u64 {
         0
     }
+    /// Tokens of `context` a draft model has not seen yet (0 for model-free drafters).
+    fn behind(&self, _context: &[u32]) -> Result<usize> {
+        Ok(0)
+    }
+    /// Feeds a draft model up to `n` of the tokens it has not seen, in batched passes, keeping
+    /// the last for `propose` (whose first step needs its logits). One token is one decoding step.
+    fn catch_up(&mut self, _context: &[u32], _n: usize) -> Result<()> {
+        Ok(())
+    }
 }
 
 /// A draft model with its own cache: a separate GGUF, or the target's first layers.
@@ -45,6 +54,19 @@ impl<B: Backend> ModelDrafter<B> {
     pub fn new(mut runner: Runner<B>, sampler: Option<Sampler>, chunk: usize) -> ModelDrafter<B> {
         let seq = runner.cache.add_seq();
         ModelDrafter { runner, seq, sampler, chunk: chunk.max(1) }
+    }
+
+    /// Two decoding steps, then dropped from the cache, so the draft's kernels are compiled
+    /// (cuda) and its weights paged in before a generation is timed (llama.cpp warms up each
+    /// context the same way): the adaptive window times the draft's first real step.
+    pub fn warmed_up(mut self) -> Result<ModelDrafter<B>> {
+        let start = self.runner.cache.seq_len(self.seq)?;
+        for pos in start..start + 2 {
+            self.runner.forward_argmax(&Batch::sequence(self.seq, pos, &[0], false))?;
+        }
+        self.runner.cache.truncate(self.seq, start)?;
+        self.runner.forward_passes = 0;
+        Ok(self)
     }
 
     /// Feeds `tokens` at the end of the draft's sequence; returns the next token and its distribution.
@@ -103,6 +125,20 @@ impl<B: Backend> Drafter for ModelDrafter<B> {
 
     fn forward_passes(&self) -> u64 {
         self.runner.forward_passes
+    }
+
+    fn behind(&self, context: &[u32]) -> Result<usize> {
+        Ok(context.len().saturating_sub(self.runner.cache.seq_len(self.seq)?))
+    }
+
+    fn catch_up(&mut self, context: &[u32], n: usize) -> Result<()> {
+        let cached = self.runner.cache.seq_len(self.seq)?;
+        let end = (cached + n).min(context.len().saturating_sub(1));
+        for (i, piece) in context.get(cached..end).unwrap_or_default().chunks(self.chunk).enumerate() {
+            // The device argmax of each chunk's last row: the least to read back.
+            self.runner.forward_argmax(&Batch::sequence(self.seq, cached + i * self.chunk, piece, false))?;
+        }
+        Ok(())
     }
 }
 

@@ -7,7 +7,7 @@
 use crate::backend::{Backend, ready};
 use crate::clock::Instant;
 use crate::error::Result;
-use crate::generate::adaptive::AdaptiveWindow;
+use crate::generate::adaptive::{AdaptiveWindow, IN_STEP, Round, Step};
 use crate::generate::decode::{GenerateOptions, Generation, forward_and_sample_async, prefill_async};
 use crate::generate::drafter::{Draft, Drafter};
 use crate::generate::sampler::Sampler;
@@ -78,6 +78,7 @@ pub async fn generate_speculative_async<B: Backend>(
     let logits = prefill_async(runner, seq, &prompt[out.cached_prompt_tokens..], opts.prefill_chunk).await?;
     let mut pending = vec![sampler.sample(&logits, &context)];
     out.prefill_secs = t0.elapsed().as_secs_f64();
+    window.after_prefill(prompt.len() - out.cached_prompt_tokens, t0.elapsed());
     let t1 = Instant::now();
     'outer: loop {
         for &t in &pending {
@@ -94,12 +95,28 @@ pub async fn generate_speculative_async<B: Backend>(
         }
         let start = runner.cache.seq_len(seq)?; // = context.len() - 1
         let room = runner.context.saturating_sub(start + 1);
-        let k = if window.wants_baseline() { 0 } else { window.k().min(room).min(opts.max_tokens - out.tokens.len()) };
-        // A round's time includes drafting: a draft model costs what it costs, and the window
-        // must see it to turn speculation off when it does not pay.
-        let round = Instant::now();
+        let remaining = opts.max_tokens - out.tokens.len();
+        let behind = drafter.behind(&context)?;
+        let k = match window.next(behind, remaining) {
+            Step::Speculate(k) => k.min(room).min(remaining),
+            Step::TimeDraft => {
+                let timed = Instant::now();
+                drafter.catch_up(&context, 1)?;
+                window.after_draft_step(timed.elapsed());
+                0
+            }
+            Step::Plain => 0,
+        };
+        // A draft model that missed tokens catches up in one batched pass, apart from drafting,
+        // so the window sees what a drafted token costs.
+        if k > 0 && behind > IN_STEP {
+            drafter.catch_up(&context, behind - 1)?;
+        }
+        let drafting = Instant::now();
         let draft = if k > 0 { drafter.propose(&context, k)? } else { Draft { tokens: Vec::new(), probs: None } };
+        let draft_time = drafting.elapsed();
         let last = *context.last().expect("context holds the prompt");
+        let verifying = Instant::now();
         if draft.tokens.is_empty() {
             if start >= runner.context {
                 break;
@@ -107,7 +124,7 @@ pub async fn generate_speculative_async<B: Backend>(
             let batch = Batch::sequence(seq, start, &[last], false);
             let next = forward_and_sample_async(runner, &batch, sampler, &context).await?;
             drafter.rollback(context.len())?;
-            window.after_plain_step(round.elapsed());
+            window.after_plain_step(verifying.elapsed());
             pending = vec![next];
             continue;
         }
@@ -123,7 +140,8 @@ pub async fn generate_speculative_async<B: Backend>(
         stats.drafted += draft.tokens.len() as u64;
         stats.accepted += accepted as u64;
         stats.rounds += 1;
-        window.after_round(draft.tokens.len(), accepted, accepted + 1, round.elapsed());
+        let drafted = draft.tokens.len();
+        window.after_round(Round { drafted, accepted, draft: draft_time, verify: verifying.elapsed() });
         pending = draft.tokens[..accepted].to_vec();
         pending.push(own);
     }
