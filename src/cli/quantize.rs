@@ -18,7 +18,7 @@ use ultra::model::Config;
 use ultra::model::calibrate::{self, Calibration};
 use ultra::quant::intn::{VERSION, VERSION_KEY};
 use ultra::quant::kquant::mix::MixModel;
-use ultra::quant::target::{DEFAULT_KEEP, ROLES, Target, bits_per_weight, convert_calibrated};
+use ultra::quant::target::{DEFAULT_KEEP, ROLES, Target, bits_per_weight, convert_calibrated, gptq_by_default};
 
 #[derive(Args, Clone, Debug)]
 pub struct QuantizeArgs {
@@ -45,9 +45,13 @@ pub struct QuantizeArgs {
     /// Calibration tokens (the text's first N), run in chunks of 512.
     #[arg(long, value_name = "N", default_value_t = 2048)]
     pub calibrate_tokens: usize,
-    /// Round each group to nearest (no calibration, no GPTQ): faster, less accurate at 4 bits and below.
+    /// Round each group to nearest (no calibration, no GPTQ).
     #[arg(long)]
     pub no_calibrate: bool,
+    /// GPTQ for every matrix, also INT8/INT4 from an already quantized source (which by default
+    /// round to nearest: there GPTQ measured worse, see README).
+    #[arg(long, conflicts_with = "no_calibrate")]
+    pub calibrate_all: bool,
 }
 
 /// Tokens per calibration chunk (each from an empty cache).
@@ -102,12 +106,18 @@ pub fn run(args: QuantizeArgs) -> Result<()> {
         );
     }
 
-    let calibration = if target.is_ours() && !args.no_calibrate {
+    let gptq_wanted = |source: ultra::Format, to: ultra::Format| match to {
+        ultra::Format::Intn(f) => source != to && (args.calibrate_all || gptq_by_default(source, f)),
+        _ => false,
+    };
+    let any_gptq = plan.iter().any(|(_, s, f)| gptq_wanted(*s, *f));
+    let calibration = if any_gptq && !args.no_calibrate {
         Some(run_calibration(&gguf, &args)?)
     } else {
         if args.calibrate.is_some() {
             eprintln!(
-                "note: calibration (GPTQ) applies to int8/int4/int2/nf4/nf4_dq; {} is rounded to nearest",
+                "note: no tensor is quantized by GPTQ here ({}; from a quantized source int8/int4 round to \
+                 nearest unless --calibrate-all): --calibrate is unused",
                 target.name()
             );
         }
@@ -120,10 +130,13 @@ pub fn run(args: QuantizeArgs) -> Result<()> {
         .with_style(ProgressStyle::with_template("{bar:40} {pos}/{len} tensors {msg}").expect("a valid template"));
     let (mut bytes, mut values, mut matrix_bytes, mut matrix_values) = (0u64, 0u64, 0u64, 0u64);
     let mut counts: BTreeMap<String, usize> = BTreeMap::new();
+    let mut gptq_tensors = 0;
     for (info, source, format) in &plan {
         bar.set_message(info.name.clone());
         let source_bytes = gguf.tensor_bytes(info);
-        let hessian = calibration.as_ref().and_then(|c| c.for_tensor(&info.name));
+        let hessian =
+            calibration.as_ref().filter(|_| gptq_wanted(*source, *format)).and_then(|c| c.for_tensor(&info.name));
+        gptq_tensors += hessian.is_some() as usize;
         let data = convert_calibrated(*source, source_bytes.bytes(), info.rows(), info.cols(), *format, hessian)
             .with_context(|| format!("tensor {}", info.name))?;
         stream.write(&data)?;
@@ -142,7 +155,9 @@ pub fn run(args: QuantizeArgs) -> Result<()> {
     let source_len = std::fs::metadata(&path)?.len();
     let out_len = std::fs::metadata(&args.out)?.len();
     let method = match &calibration {
-        Some(c) => format!("GPTQ on {} calibration tokens", c.tokens),
+        Some(c) => {
+            format!("GPTQ on {} calibration tokens for {gptq_tensors} tensors, round-to-nearest for the rest", c.tokens)
+        }
         None if target.is_ours() => "round-to-nearest".to_string(),
         None => "ggml's quantizers".to_string(),
     };

@@ -100,7 +100,7 @@ pub fn code_under_header(f: Intn, header: &[u8], i: usize, x: f32) -> (u8, f32) 
     let d = f16::from_le_bytes([header[0], header[1]]).to_f32();
     match f.scheme {
         Scheme::Int8 | Scheme::Int4 | Scheme::Int2 => {
-            if !(d > 0.0) {
+            if d.is_nan() || d <= 0.0 {
                 return (0, 0.0);
             }
             let n = ((1u32 << f.scheme.bits()) - 1) as f32;
