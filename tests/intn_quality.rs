@@ -3,7 +3,7 @@
 //! each format's perplexity against the source file's, computed the same way on the same tokens.
 //! The source is already 4-bit (Q4_1), so every 4-bit target quantizes twice: see README.
 //! Each file is made by `ultra quantize` as a user runs it: GPTQ on the bundled calibration text
-//! where it is the default (nf4, int2), round-to-nearest for int8/int4 from this quantized source.
+//! where it is the default (nf4), round-to-nearest for int8/int4/int2 from this quantized source.
 //! Under CI=true the first 16 chunks only (2,048 tokens), to keep the run short.
 
 mod common;

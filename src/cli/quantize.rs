@@ -48,8 +48,8 @@ pub struct QuantizeArgs {
     /// Round each group to nearest (no calibration, no GPTQ).
     #[arg(long)]
     pub no_calibrate: bool,
-    /// GPTQ for every matrix, also INT8/INT4 from an already quantized source (which by default
-    /// round to nearest: there GPTQ measured worse, see README).
+    /// GPTQ for every matrix, also INT8/INT4/INT2 from an already quantized source (which by
+    /// default round to nearest: there GPTQ measured worse, see README).
     #[arg(long, conflicts_with = "no_calibrate")]
     pub calibrate_all: bool,
 }
@@ -116,8 +116,8 @@ pub fn run(args: QuantizeArgs) -> Result<()> {
     } else {
         if args.calibrate.is_some() {
             eprintln!(
-                "note: no tensor is quantized by GPTQ here ({}; from a quantized source int8/int4 round to \
-                 nearest unless --calibrate-all): --calibrate is unused",
+                "note: no tensor is quantized by GPTQ here ({}; from a quantized source int8/int4/int2 round \
+                 to nearest unless --calibrate-all): --calibrate is unused",
                 target.name()
             );
         }
