@@ -2,7 +2,9 @@
 //! tensor gets which), written as GGUF: ggml's formats with their standard type ids, so
 //! llama.cpp reads the file; ours with type ids from 1000 and `ultra.quant.version`. Our formats
 //! are quantized by GPTQ (`quant::gptq`) on a calibration run of the source model
-//! (`model::calibrate`) unless `--no-calibrate`; ggml's by their round-to-nearest quantizers.
+//! (`model::calibrate`) where `target::gptq_by_default` says so (or everywhere with
+//! `--calibrate-all`, nowhere with `--no-calibrate`), else rounded to nearest; ggml's formats by
+//! their own quantizers.
 
 use std::collections::BTreeMap;
 use std::io::BufWriter;
