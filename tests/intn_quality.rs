@@ -50,7 +50,7 @@ fn quality_floor_on_the_reference_model() {
     // measured worse here, README) at +20.8% (+19.0% on CI's 16 chunks), and nf4 G128 by GPTQ is
     // +28.7% (round-to-nearest: +61%), so the bars are what is met, 25% and 30%, and the gap is
     // reported in README's known limits. int2: finite (a 135M model at two bits is poor).
-    // Slow: 836 s under CI=true at a load of ~7 on 2 cores (one GPTQ calibration, for nf4).
+    // Slow: 836 s under CI=true at a load of ~7 on 2 cores, measured while int2 took GPTQ too.
     let dir = std::env::temp_dir().join(format!("ultra-intn-quality-{}", std::process::id()));
     std::fs::create_dir_all(&dir).unwrap();
     for (to, bar) in [("int8", 1.01), ("int4", 1.25), ("nf4", 1.30), ("int2", f64::INFINITY)] {
