@@ -45,6 +45,8 @@ fn quantize_writes_loadable_files() {
         assert!(printed.contains("bits per weight"), "{printed}");
         let q = Gguf::open(&out).unwrap();
         let ours = to.starts_with("int") || to.starts_with("nf4");
+        // From a float source our formats are quantized by GPTQ on the bundled text by default.
+        assert_eq!(printed.contains("GPTQ on"), ours, "{to}: {printed}");
         assert_eq!(q.get("ultra.quant.version").and_then(|v| v.as_u64()), ours.then_some(1), "{to}");
         for info in &q.tensors {
             let format = info.format().unwrap();
@@ -63,6 +65,20 @@ fn quantize_writes_loadable_files() {
         }
         ok(ultra(&["generate", "--model", s(&out), "--prompt", "hello", "--max-tokens", "4"]));
     }
+    // --no-calibrate rounds to nearest; --calibrate FILE takes another text (here 40 tokens of it).
+    let out = d.join("nf4.gguf");
+    let text = d.join("calibration.txt");
+    std::fs::write(&text, "The quick brown fox jumps over the lazy dog. ".repeat(20)).unwrap();
+    let base = ["quantize", "--model", s(&src), "--to", "nf4", "--out", s(&out)];
+    let rtn = ok(ultra(&[&base[..], &["--no-calibrate"]].concat())).stdout;
+    assert!(String::from_utf8_lossy(&rtn).contains("round-to-nearest"), "{}", String::from_utf8_lossy(&rtn));
+    let file = ok(ultra(&[&base[..], &["--calibrate", s(&text), "--calibrate-tokens", "40"]].concat())).stdout;
+    assert!(
+        String::from_utf8_lossy(&file).contains("GPTQ on 40 calibration tokens"),
+        "{}",
+        String::from_utf8_lossy(&file)
+    );
+    ok(ultra(&["generate", "--model", s(&out), "--prompt", "hello", "--max-tokens", "4"]));
     std::fs::remove_dir_all(&d).ok();
 }
 
@@ -78,6 +94,7 @@ fn quantize_refuses_bad_arguments() {
         (vec!["--to", "int4", "--group-size", "48"], "group sizes are 32, 64 and 128"),
         (vec!["--to", "q4_0", "--group-size", "64"], "applies to"),
         (vec!["--to", "int4", "--keep", "lm_head"], "not a role"),
+        (vec!["--to", "int4", "--calibrate", "/nonexistent/text"], "reading /nonexistent/text"),
     ] {
         let mut all = vec!["quantize", "--model", s(&src), "--out", s(&out)];
         all.extend(args);

@@ -1,6 +1,10 @@
 //! `ultra quantize`: a GGUF file's matrices in another format (`quant::target` decides which
 //! tensor gets which), written as GGUF: ggml's formats with their standard type ids, so
-//! llama.cpp reads the file; ours with type ids from 1000 and `ultra.quant.version`.
+//! llama.cpp reads the file; ours with type ids from 1000 and `ultra.quant.version`. Our formats
+//! are quantized by GPTQ (`quant::gptq`) on a calibration run of the source model
+//! (`model::calibrate`) where `target::gptq_by_default` says so (or everywhere with
+//! `--calibrate-all`, nowhere with `--no-calibrate`), else rounded to nearest; ggml's formats by
+//! their own quantizers.
 
 use std::collections::BTreeMap;
 use std::io::BufWriter;
@@ -13,9 +17,10 @@ use indicatif::{ProgressBar, ProgressStyle};
 use super::ModelArgs;
 use ultra::gguf::{GgufWriter, Value};
 use ultra::model::Config;
+use ultra::model::calibrate::{self, Calibration};
 use ultra::quant::intn::{VERSION, VERSION_KEY};
 use ultra::quant::kquant::mix::MixModel;
-use ultra::quant::target::{DEFAULT_KEEP, ROLES, Target, bits_per_weight, convert};
+use ultra::quant::target::{DEFAULT_KEEP, ROLES, Target, bits_per_weight, convert_calibrated, gptq_by_default};
 
 #[derive(Args, Clone, Debug)]
 pub struct QuantizeArgs {
@@ -36,9 +41,26 @@ pub struct QuantizeArgs {
     pub keep: Vec<String>,
     #[arg(long)]
     pub out: PathBuf,
+    /// Calibration text for GPTQ (default: the bundled `src/model/calibration.txt`).
+    #[arg(long, value_name = "FILE", conflicts_with = "no_calibrate")]
+    pub calibrate: Option<PathBuf>,
+    /// Calibration tokens (the text's first N), run in chunks of 512.
+    #[arg(long, value_name = "N", default_value_t = 2048)]
+    pub calibrate_tokens: usize,
+    /// Round each group to nearest (no calibration, no GPTQ).
+    #[arg(long)]
+    pub no_calibrate: bool,
+    /// GPTQ for every matrix, also INT8/INT4/INT2 from an already quantized source (which by
+    /// default round to nearest: there GPTQ measured worse, see README).
+    #[arg(long, conflicts_with = "no_calibrate")]
+    pub calibrate_all: bool,
 }
 
+/// Tokens per calibration chunk (each from an empty cache).
+const CALIBRATION_CTX: usize = 512;
+
 pub fn run(args: QuantizeArgs) -> Result<()> {
+    let start = std::time::Instant::now();
     let target = Target::parse(&args.to, args.group_size)?;
     let keep: Vec<String> = args.keep.iter().map(|k| k.trim().to_ascii_lowercase()).filter(|k| k != "none").collect();
     if let Some(bad) = keep.iter().find(|k| !ROLES.contains(&k.as_str())) {
@@ -86,15 +108,38 @@ pub fn run(args: QuantizeArgs) -> Result<()> {
         );
     }
 
+    let gptq_wanted = |source: ultra::Format, to: ultra::Format| match to {
+        ultra::Format::Intn(f) => source != to && (args.calibrate_all || gptq_by_default(source, f)),
+        _ => false,
+    };
+    let any_gptq = plan.iter().any(|(_, s, f)| gptq_wanted(*s, *f));
+    let calibration = if any_gptq && !args.no_calibrate {
+        Some(run_calibration(&gguf, &args)?)
+    } else {
+        if args.calibrate.is_some() {
+            eprintln!(
+                "note: no tensor is quantized by GPTQ here ({}; from a quantized source int8/int4/int2 round \
+                 to nearest unless --calibrate-all): --calibrate is unused",
+                target.name()
+            );
+        }
+        None
+    };
+
     let file = std::fs::File::create(&args.out).with_context(|| format!("creating {}", args.out.display()))?;
     let mut stream = writer.stream(BufWriter::new(file))?;
     let bar = ProgressBar::new(plan.len() as u64)
         .with_style(ProgressStyle::with_template("{bar:40} {pos}/{len} tensors {msg}").expect("a valid template"));
     let (mut bytes, mut values, mut matrix_bytes, mut matrix_values) = (0u64, 0u64, 0u64, 0u64);
     let mut counts: BTreeMap<String, usize> = BTreeMap::new();
+    let mut gptq_tensors = 0;
     for (info, source, format) in &plan {
         bar.set_message(info.name.clone());
-        let data = convert(*source, gguf.tensor_bytes(info).bytes(), info.rows(), info.cols(), *format)
+        let source_bytes = gguf.tensor_bytes(info);
+        let hessian =
+            calibration.as_ref().filter(|_| gptq_wanted(*source, *format)).and_then(|c| c.for_tensor(&info.name));
+        gptq_tensors += hessian.is_some() as usize;
+        let data = convert_calibrated(*source, source_bytes.bytes(), info.rows(), info.cols(), *format, hessian)
             .with_context(|| format!("tensor {}", info.name))?;
         stream.write(&data)?;
         let n = (info.rows() * info.cols()) as u64;
@@ -111,7 +156,14 @@ pub fn run(args: QuantizeArgs) -> Result<()> {
     let formats: Vec<String> = counts.iter().map(|(f, n)| format!("{f} x{n}")).collect();
     let source_len = std::fs::metadata(&path)?.len();
     let out_len = std::fs::metadata(&args.out)?.len();
-    println!("wrote {} ({}): {}", args.out.display(), target.name(), formats.join(", "));
+    let method = match &calibration {
+        Some(c) => {
+            format!("GPTQ on {} calibration tokens for {gptq_tensors} tensors, round-to-nearest for the rest", c.tokens)
+        }
+        None if target.is_ours() => "round-to-nearest".to_string(),
+        None => "ggml's quantizers".to_string(),
+    };
+    println!("wrote {} ({}, {method}): {}", args.out.display(), target.name(), formats.join(", "));
     println!(
         "size {:.2} MiB (source {:.2} MiB); {:.3} bits per weight over all {} values, {:.3} over the matrices{}",
         out_len as f64 / (1 << 20) as f64,
@@ -124,5 +176,24 @@ pub fn run(args: QuantizeArgs) -> Result<()> {
             Target::Mix(_) => String::new(),
         }
     );
+    eprintln!("done in {:.1} s", start.elapsed().as_secs_f64());
     Ok(())
+}
+
+/// GPTQ's calibration statistics: the source model run on the calibration text (a progress bar
+/// over its tokens).
+fn run_calibration(gguf: &ultra::gguf::Gguf, args: &QuantizeArgs) -> Result<Calibration> {
+    let text = match &args.calibrate {
+        Some(path) => std::fs::read_to_string(path).with_context(|| format!("reading {}", path.display()))?,
+        None => calibrate::TEXT.to_string(),
+    };
+    let tokens = calibrate::tokens(gguf, &text, args.calibrate_tokens, CALIBRATION_CTX)?;
+    let bar = ProgressBar::new(tokens.len() as u64).with_style(
+        ProgressStyle::with_template("{bar:40} {pos}/{len} calibration tokens {elapsed}").expect("a valid template"),
+    );
+    let start = std::time::Instant::now();
+    let calibration = calibrate::calibrate(gguf, &tokens, CALIBRATION_CTX, |n| bar.inc(n as u64))?;
+    bar.finish_and_clear();
+    eprintln!("calibrated on {} tokens in {:.1} s", tokens.len(), start.elapsed().as_secs_f64());
+    Ok(calibration)
 }

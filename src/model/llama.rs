@@ -3,12 +3,40 @@
 //! a shape on every buffer; what an architecture adds is a weight that is there or not (biases,
 //! q/k norms, post-norms) or a setting in `Config` (activation, scales, each layer's window and RoPE).
 
-use crate::backend::{AttnShape, Backend};
+use crate::backend::{AttnShape, Backend, Tensor};
 use crate::error::Result;
 use crate::gguf::Gguf;
 use crate::kv_cache::KvCache;
 use crate::model::config::Activation;
 use crate::model::{Activations, Config, Placement, Weights};
+
+/// Which matrices a `forward_observed` input feeds (of one layer).
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
+pub enum MatmulInput {
+    /// The normed residual: attn_q, attn_k, attn_v.
+    Attn,
+    /// The attention output, heads concatenated: attn_output.
+    AttnOut,
+    /// The normed residual after attention: ffn_gate, ffn_up.
+    Ffn,
+    /// act(gate) ⊙ up: ffn_down.
+    FfnDown,
+}
+
+impl MatmulInput {
+    /// The llama.cpp name stems (`blk.i.STEM.weight`) of the matrices this input feeds.
+    pub const fn weights(self) -> &'static [&'static str] {
+        match self {
+            MatmulInput::Attn => &["attn_q", "attn_k", "attn_v"],
+            MatmulInput::AttnOut => &["attn_output"],
+            MatmulInput::Ffn => &["ffn_gate", "ffn_up"],
+            MatmulInput::FfnDown => &["ffn_down"],
+        }
+    }
+}
+
+/// `observe(layer, input, x)` of `forward_observed`: called once per matmul input of each layer.
+pub type Observer<'a, B> = dyn FnMut(usize, MatmulInput, &Tensor<B>) -> Result<()> + Send + 'a;
 
 pub struct Llama<B: Backend> {
     pub config: Config,
@@ -31,6 +59,19 @@ impl<B: Backend> Llama<B> {
     /// appending its K and V to `cache`; leaves logits in `a.logits` [n_logits, vocab].
     /// Only as many layers run as `cache` holds: a shallow cache makes a self-speculation draft.
     pub fn forward(&self, be: &B, cache: &mut KvCache<B>, a: &mut Activations<B>) -> Result<()> {
+        self.forward_observed(be, cache, a, &mut |_, _, _| Ok(()))
+    }
+
+    /// `forward`, handing each layer's matmul inputs to `observe` once they are computed (the
+    /// calibration of `quant::gptq` reads them). `FfnDown` is `a.hidden_ff` after the fused
+    /// `silu_mul_matmul`: the CPU backend writes it, a GPU backend's fused path may not.
+    pub fn forward_observed(
+        &self,
+        be: &B,
+        cache: &mut KvCache<B>,
+        a: &mut Activations<B>,
+        observe: &mut Observer<'_, B>,
+    ) -> Result<()> {
         let c = &self.config;
         let w = &self.weights;
         let eps = c.norm_eps;
@@ -54,6 +95,7 @@ impl<B: Backend> Llama<B> {
             };
             // Attention block: x += [post_norm] W_o · attention(rope([norm] W_q · xn), cache ∪ rope([norm] W_k · xn), W_v · xn)
             // q: [n_tokens, n_heads · head_dim]; k, v: [n_tokens, n_kv_heads · head_dim]
+            observe(i, MatmulInput::Attn, &a.xn)?;
             be.matmuls(&a.xn, &mut [(&m.w_q, &mut a.q), (&m.w_k, &mut a.k), (&m.w_v, &mut a.v)])?;
             if let (Some(b_q), Some(b_k), Some(b_v)) = (&layer.b_q, &layer.b_k, &layer.b_v) {
                 be.add_bias(&mut a.q, b_q)?;
@@ -72,6 +114,7 @@ impl<B: Backend> Llama<B> {
             }
             be.kv_write(&a.k, &a.v, &a.batch.slot, kv)?; // cache[slot[t]] = k[t], v[t]
             be.attention(&a.q, kv, &a.batch, &shape, &mut a.att)?; // att: [n_tokens, n_heads · head_dim]
+            observe(i, MatmulInput::AttnOut, &a.att)?;
             be.matmul(&a.att, &m.w_o, &mut a.xb)?; // xb: [n_tokens, d_model]
             match &layer.post_attn_norm {
                 Some(post) => {
@@ -82,6 +125,7 @@ impl<B: Backend> Llama<B> {
             }
 
             // Feed-forward block: x += [post_norm] W_down · (act(W_gate · xn) ⊙ W_up · xn), xn = next layer's norm(x)
+            observe(i, MatmulInput::Ffn, &a.xn)?;
             be.matmuls(&a.xn, &mut [(&m.w_gate, &mut a.gate), (&m.w_up, &mut a.up)])?; // [n_tokens, d_ff]
             // hidden_ff = act(gate) ⊙ up: [n_tokens, d_ff]; xb = W_down · hidden_ff: [n_tokens, d_model]
             match c.activation {
@@ -91,6 +135,7 @@ impl<B: Backend> Llama<B> {
                     be.matmul(&a.hidden_ff, &m.w_down, &mut a.xb)?;
                 }
             }
+            observe(i, MatmulInput::FfnDown, &a.hidden_ff)?;
             w.end_layer(be, i, layers.len())?; // its slot may take the next streamed layer
             let out = match &layer.post_ffn_norm {
                 Some(post) => {

@@ -3,6 +3,7 @@
 
 mod activations;
 mod batch;
+pub mod calibrate;
 mod config;
 mod llama;
 pub mod offload;
@@ -14,7 +15,7 @@ mod weights;
 pub use activations::{Activations, TopKOut};
 pub use batch::{Batch, BatchToken};
 pub use config::{Activation, Arch, Config, LayerAttention};
-pub use llama::Llama;
+pub use llama::{Llama, MatmulInput, Observer};
 pub use offload::LayerMatrices;
 pub use placement::{Footprint, Placement};
 pub use runner::{Runner, TopK};

@@ -9,7 +9,7 @@ use crate::backend::{Backend, StepMode, ready};
 use crate::error::{Error, Result};
 use crate::gguf::Gguf;
 use crate::kv_cache::{CacheLayout, KvCache};
-use crate::model::{Activations, Batch, Config, Llama, Placement};
+use crate::model::{Activations, Batch, Config, Llama, Observer, Placement};
 
 /// Distinct batch shapes whose activations are kept (decode, prefill chunk, a few others).
 const MAX_SHAPES: usize = 6;
@@ -196,7 +196,17 @@ impl<B: Backend> Runner<B> {
         &self.logits[i * v..(i + 1) * v]
     }
 
+    /// Runs one batch, handing each layer's matmul inputs to `observe` (`Llama::forward_observed`);
+    /// reads no logits back.
+    pub fn forward_observed(&mut self, batch: &Batch, observe: &mut Observer<'_, B>) -> Result<()> {
+        self.run_observed(batch, observe)
+    }
+
     fn run(&mut self, batch: &Batch) -> Result<()> {
+        self.run_observed(batch, &mut |_, _, _| Ok(()))
+    }
+
+    fn run_observed(&mut self, batch: &Batch, observe: &mut Observer<'_, B>) -> Result<()> {
         self.check(batch)?;
         let seqs = batch.seqs();
         let per_seq: Vec<Vec<u32>> =
@@ -236,7 +246,7 @@ impl<B: Backend> Runner<B> {
         // `begin_step`, into buffers of this shape, so a backend may replay a recorded pass.
         if be.begin_step(a.step_key)? == StepMode::Run {
             let (model, cache) = (&self.model, &mut self.cache);
-            let done = rayon::scope(|_| model.forward(be, cache, a));
+            let done = rayon::scope(|_| model.forward_observed(be, cache, a, observe));
             be.end_step(done.is_ok())?;
             done?;
         } else {

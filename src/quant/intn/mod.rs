@@ -30,7 +30,7 @@ mod dequant;
 mod quantize;
 
 pub use dequant::dequantize_block_row;
-pub use quantize::quantize_block_row;
+pub use quantize::{code_under_header, pack_block, quantize_block_row};
 
 /// Version of this layout, written to GGUF metadata as `ultra.quant.version`; bump on any change.
 pub const VERSION: u32 = 1;

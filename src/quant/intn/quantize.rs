@@ -93,6 +93,34 @@ pub fn quantize_block_row(f: Intn, src: &[f32], dst: &mut [u8]) {
     }
 }
 
+/// The code `quantize_block_row` gives value `x` at index `i` of a block once the block's header
+/// is chosen, and the value that code decodes to (what `dequantize_block_row` reads back). GPTQ
+/// (`quant::gptq`) fixes the header at a block's start and then rounds its values one at a time.
+pub fn code_under_header(f: Intn, header: &[u8], i: usize, x: f32) -> (u8, f32) {
+    let d = f16::from_le_bytes([header[0], header[1]]).to_f32();
+    match f.scheme {
+        Scheme::Int8 | Scheme::Int4 | Scheme::Int2 => {
+            if d.is_nan() || d <= 0.0 {
+                return (0, 0.0);
+            }
+            let n = ((1u32 << f.scheme.bits()) - 1) as f32;
+            let z = header[2];
+            let q = ((x / d).round() + z as f32).clamp(0.0, n) as u8;
+            (q, d * (q as i32 - z as i32) as f32)
+        }
+        Scheme::Nf4 | Scheme::Nf4Dq => {
+            let scale = if f.scheme == Scheme::Nf4 { d } else { d * header[2 + i / f.group.size()] as f32 };
+            let q = if scale == 0.0 { 7 } else { nf4_code(x / scale) };
+            (q, scale * NF4[q as usize])
+        }
+    }
+}
+
+/// Packs a block's codes (`block_len` of them) into its data bytes (after the header).
+pub fn pack_block(f: Intn, codes: &[u8], data: &mut [u8]) {
+    pack(codes, f.scheme.bits(), data);
+}
+
 /// An INT-b group: header = [d: f16][z: u8][0], q = its levels (module doc).
 fn int_group(x: &[f32], bits: usize, header: &mut [u8], q: &mut [u8]) {
     let n = ((1u32 << bits) - 1) as f32;
