@@ -21,6 +21,7 @@ pub static AVAILABLE: LazyLock<bool> = LazyLock::new(|| {
         && is_x86_feature_detected!("avx512bw")
         && is_x86_feature_detected!("avx512vl")
         && is_x86_feature_detected!("avx512vnni")
+        && is_x86_feature_detected!("avx512vbmi")
 });
 
 const Q4_0: u8 = 0;
@@ -28,6 +29,9 @@ const Q4_1: u8 = 1;
 const Q5_0: u8 = 2;
 const Q5_1: u8 = 3;
 const Q8_0: u8 = 4;
+const INT4_G32: u8 = 5;
+const INT4_G64: u8 = 6;
+const INT4_G128: u8 = 7;
 
 const fn kind_of(k: u8) -> Kind {
     match k {
@@ -35,14 +39,41 @@ const fn kind_of(k: u8) -> Kind {
         Q4_1 => Kind::Q4_1,
         Q5_0 => Kind::Q5_0,
         Q5_1 => Kind::Q5_1,
+        INT4_G32 => Kind::Int4G32,
+        INT4_G64 => Kind::Int4G64,
+        INT4_G128 => Kind::Int4G128,
         _ => Kind::Q8_0,
     }
+}
+
+/// For INT4's byte t of [low nibbles of 32 data bytes, their high nibbles] (values 2j and
+/// 2j + 1 of the chunk), the chunk byte each goes to: chunk byte p holds value 32·half + at
+/// (reference.rs's `position`), found at t = (v % 2)·32 + v / 2.
+const INT4_ORDER: [u8; 64] = {
+    let mut order = [0u8; 64];
+    let mut p = 0;
+    while p < 64 {
+        let v = 32 * ((p / 16) % 2) + p % 16 + 16 * (p / 32);
+        order[p] = ((v % 2) * 32 + v / 2) as u8;
+        p += 1;
+    }
+    order
+};
+
+/// One chunk of a weight row in registers: levels, d, m and z lanes (WChunk's fields).
+#[derive(Clone, Copy)]
+struct WRegs {
+    u: __m512i,
+    dw: __m512,
+    mw: __m512,
+    z: __m512i,
 }
 
 /// One chunk of an activation row in registers, the offset correction already shifted.
 struct XRegs {
     q: __m512i,
     lo: __m512i,
+    sum: __m512i,
     corr: __m512i,
     dx: __m512,
     s: __m512,
@@ -60,6 +91,7 @@ unsafe fn load_x<const K: u8>(x: &XChunk) -> XRegs {
             None => _mm512_setzero_si512(),
         };
         XRegs {
+            sum: sum4,
             q: _mm512_load_si512(x.q.as_ptr().cast()),
             lo: _mm512_load_si512(x.lo.as_ptr().cast()),
             corr,
@@ -71,7 +103,8 @@ unsafe fn load_x<const K: u8>(x: &XChunk) -> XRegs {
 
 /// reference::step on registers.
 #[inline(always)]
-unsafe fn step<const K: u8>(acc: __m512, u: __m512i, dw: __m512, mw: __m512, x: &XRegs) -> __m512 {
+unsafe fn step<const K: u8>(acc: __m512, w: &WRegs, x: &XRegs) -> __m512 {
+    let WRegs { u, dw, mw, z } = *w;
     // SAFETY: register arithmetic only (the caller has the features).
     unsafe {
         let hi = _mm512_dpbusd_epi32(_mm512_setzero_si512(), u, x.q);
@@ -79,6 +112,9 @@ unsafe fn step<const K: u8>(acc: __m512, u: __m512i, dw: __m512, mw: __m512, x: 
             _mm512_add_epi32(_mm512_slli_epi32::<8>(hi), _mm512_dpbusd_epi32(_mm512_setzero_si512(), u, x.lo));
         if kind_of(K).offset_shift().is_some() {
             isum = _mm512_sub_epi32(isum, x.corr);
+        }
+        if kind_of(K).zero_point() {
+            isum = _mm512_sub_epi32(isum, _mm512_mullo_epi32(z, x.sum));
         }
         let acc = _mm512_fmadd_ps(_mm512_cvtepi32_ps(isum), _mm512_mul_ps(dw, x.dx), acc);
         if kind_of(K).has_min() { _mm512_fmadd_ps(mw, x.s, acc) } else { acc }
@@ -95,13 +131,17 @@ unsafe fn spread(v: __m128, i: i32, j: i32) -> __m512 {
     }
 }
 
-/// The levels (lane order), d and m lanes of chunk `c` of a row at `p`, both blocks present.
+/// The levels (lane order), d, m and z lanes of chunk `c` of a row at `p`, all 64 values present.
 ///
 /// # Safety
 /// Blocks 2c and 2c + 1 of format K exist at `p`.
 #[inline(always)]
-unsafe fn decode<const K: u8>(p: *const u8, c: usize) -> (__m512i, __m512, __m512) {
+unsafe fn decode<const K: u8>(p: *const u8, c: usize) -> WRegs {
     let bb = kind_of(K).block_bytes();
+    if let Some(group) = kind_of(K).int4_group() {
+        // SAFETY: the caller's contract (chunk c's values lie in the row).
+        return unsafe { decode_int4(p, c, group) };
+    }
     // SAFETY: every read stays inside blocks 2c and 2c + 1 (offsets per reference.rs).
     unsafe {
         let (b0, b1) = (p.add(2 * c * bb), p.add((2 * c + 1) * bb));
@@ -133,30 +173,66 @@ unsafe fn decode<const K: u8>(p: *const u8, c: usize) -> (__m512i, __m512, __m51
             let v = _mm_cvtph_ps(_mm_set_epi32(0, 0, u32_at(b1, 0) as i32, u32_at(b0, 0) as i32));
             (spread(v, 0, 2), spread(v, 1, 3))
         };
+        let z = _mm512_setzero_si512();
         match K {
             Q4_0 => {
-                let (d, m) = d_only();
-                (nibbles(pair(2)), d, m)
+                let (dw, mw) = d_only();
+                WRegs { u: nibbles(pair(2)), dw, mw, z }
             }
             Q4_1 => {
-                let (d, m) = d_and_m();
-                (nibbles(pair(4)), d, m)
+                let (dw, mw) = d_and_m();
+                WRegs { u: nibbles(pair(4)), dw, mw, z }
             }
             Q5_0 => {
-                let (d, m) = d_only();
-                (fifth_bits(nibbles(pair(6)), 2), d, m)
+                let (dw, mw) = d_only();
+                WRegs { u: fifth_bits(nibbles(pair(6)), 2), dw, mw, z }
             }
             Q5_1 => {
-                let (d, m) = d_and_m();
-                (fifth_bits(nibbles(pair(8)), 4), d, m)
+                let (dw, mw) = d_and_m();
+                WRegs { u: fifth_bits(nibbles(pair(8)), 4), dw, mw, z }
             }
             _ => {
-                let (d, m) = d_only();
+                let (dw, mw) = d_only();
                 let lo = _mm512_castsi256_si512(pair(2));
                 let u = _mm512_inserti64x4::<1>(lo, pair(18));
-                (_mm512_xor_si512(u, _mm512_set1_epi8(-128)), d, m)
+                WRegs { u: _mm512_xor_si512(u, _mm512_set1_epi8(-128)), dw, mw, z }
             }
         }
+    }
+}
+
+/// decode for INT4 with groups of `group` values: chunk c's 64 values are 32 data bytes of one
+/// group (G ≥ 64) or of two (G = 32), one permute puts their nibbles in lane order.
+///
+/// # Safety
+/// Chunk c's 64 values lie in the row at `p`.
+#[inline(always)]
+unsafe fn decode_int4(p: *const u8, c: usize, group: usize) -> WRegs {
+    let bb = 4 + group / 2;
+    // SAFETY: every read stays inside the blocks holding values 64c..64c + 64.
+    unsafe {
+        let (bytes, dw, z) = if group == 32 {
+            let (b0, b1) = (p.add(2 * c * bb), p.add((2 * c + 1) * bb));
+            let t = _mm256_inserti128_si256::<1>(
+                _mm256_castsi128_si256(_mm_loadu_si128(b0.add(4).cast())),
+                _mm_loadu_si128(b1.add(4).cast()),
+            );
+            let d = |b: *const u8| u32::from(b.cast::<u16>().read_unaligned());
+            let v = _mm_cvtph_ps(_mm_cvtsi32_si128((d(b0) | d(b1) << 16) as i32));
+            let (z0, z1) = (i32::from(*b0.add(2)), i32::from(*b1.add(2)));
+            (t, spread(v, 0, 1), _mm512_setr_epi32(z0, z0, z0, z0, z1, z1, z1, z1, z0, z0, z0, z0, z1, z1, z1, z1))
+        } else {
+            let b = p.add((64 * c / group) * bb);
+            let t = _mm256_loadu_si256(b.add(4 + (64 * c % group) / 2).cast());
+            let d = _mm_cvtph_ps(_mm_cvtsi32_si128(i32::from(b.cast::<u16>().read_unaligned())));
+            (t, _mm512_broadcastss_ps(d), _mm512_set1_epi32(i32::from(*b.add(2))))
+        };
+        let mask = _mm256_set1_epi8(0x0f);
+        let lo = _mm256_and_si256(bytes, mask);
+        let hi = _mm256_and_si256(_mm256_srli_epi16::<4>(bytes), mask);
+        let t = _mm512_inserti64x4::<1>(_mm512_castsi256_si512(lo), hi);
+        let order = _mm512_loadu_si512(INT4_ORDER.as_ptr().cast());
+        WRegs { u: _mm512_permutexvar_epi8(order, t), dw, mw: _mm512_setzero_ps(), z }
     }
 }
 
@@ -179,10 +255,10 @@ const PREFETCH_BLOCKS: usize = 8;
 /// # Safety
 /// The CPU has the features (AVAILABLE); each row holds the blocks of x.len() chunks' values
 /// (2·x.len() blocks, or one less).
-#[target_feature(enable = "avx512f,avx512bw,avx512vl,avx512vnni,f16c")]
+#[target_feature(enable = "avx512f,avx512bw,avx512vl,avx512vnni,avx512vbmi,f16c")]
 unsafe fn dot_rows_k<const K: u8, const R: usize>(rows: [&[u8]; R], x: &[XChunk]) -> [f32; R] {
     let kind = kind_of(K);
-    let full = rows[0].len() / kind.block_bytes() / 2;
+    let full = kind.row_values(rows[0].len()) / 64;
     let mut acc = [_mm512_setzero_ps(); R];
     for (c, xc) in x.iter().enumerate().take(full) {
         // SAFETY: chunk c < full has both blocks in every row (the caller's contract).
@@ -193,8 +269,8 @@ unsafe fn dot_rows_k<const K: u8, const R: usize>(rows: [&[u8]; R], x: &[XChunk]
                 // address past the row is never dereferenced).
                 let ahead = rows[r].as_ptr().wrapping_add((2 * c + PREFETCH_BLOCKS) * kind.block_bytes());
                 _mm_prefetch::<_MM_HINT_T0>(ahead.cast());
-                let (u, dw, mw) = decode::<K>(rows[r].as_ptr(), c);
-                acc[r] = step::<K>(acc[r], u, dw, mw, &xr);
+                let w = decode::<K>(rows[r].as_ptr(), c);
+                acc[r] = step::<K>(acc[r], &w, &xr);
             }
         }
     }
@@ -211,8 +287,7 @@ unsafe fn dot_rows_k<const K: u8, const R: usize>(rows: [&[u8]; R], x: &[XChunk]
 /// every row holds whole blocks for x.len() chunks.
 pub fn dot_rows(kind: Kind, rows: &[&[u8]], x: &[XChunk], out: &mut [f32]) {
     assert!(*AVAILABLE && (1..=4).contains(&rows.len()) && out.len() == rows.len());
-    let blocks = rows[0].len() / kind.block_bytes();
-    assert!(blocks.div_ceil(2) == x.len(), "dot_rows: row and activation lengths");
+    assert!(kind.row_values(rows[0].len()).div_ceil(64) == x.len(), "dot_rows: row and activation lengths");
     for row in rows {
         assert_eq!(row.len(), rows[0].len(), "dot_rows: row lengths");
     }
@@ -237,13 +312,16 @@ pub fn dot_rows(kind: Kind, rows: &[&[u8]], x: &[XChunk], out: &mut [f32]) {
         Kind::Q5_0 => run!(Q5_0),
         Kind::Q5_1 => run!(Q5_1),
         Kind::Q8_0 => run!(Q8_0),
+        Kind::Int4G32 => run!(INT4_G32),
+        Kind::Int4G64 => run!(INT4_G64),
+        Kind::Int4G128 => run!(INT4_G128),
     }
 }
 
-#[target_feature(enable = "avx512f,avx512bw,avx512vl,avx512vnni,f16c")]
+#[target_feature(enable = "avx512f,avx512bw,avx512vl,avx512vnni,avx512vbmi,f16c")]
 unsafe fn unpack_row_k<const K: u8>(row: &[u8], dst: &mut [WChunk]) {
     let kind = kind_of(K);
-    let full = row.len() / kind.block_bytes() / 2;
+    let full = kind.row_values(row.len()) / 64;
     for (c, w) in dst.iter_mut().enumerate() {
         if c >= full {
             *w = unpack_chunk(kind, row, c);
@@ -251,10 +329,11 @@ unsafe fn unpack_row_k<const K: u8>(row: &[u8], dst: &mut [WChunk]) {
         }
         // SAFETY: chunk c < full has both blocks; WChunk's fields are 64 aligned bytes each.
         unsafe {
-            let (u, dw, mw) = decode::<K>(row.as_ptr(), c);
-            _mm512_store_si512(w.u.as_mut_ptr().cast(), u);
-            _mm512_store_ps(w.dw.as_mut_ptr(), dw);
-            _mm512_store_ps(w.mw.as_mut_ptr(), mw);
+            let r = decode::<K>(row.as_ptr(), c);
+            _mm512_store_si512(w.u.as_mut_ptr().cast(), r.u);
+            _mm512_store_ps(w.dw.as_mut_ptr(), r.dw);
+            _mm512_store_ps(w.mw.as_mut_ptr(), r.mw);
+            _mm512_store_si512(w.z.as_mut_ptr().cast(), r.z);
         }
     }
 }
@@ -262,7 +341,7 @@ unsafe fn unpack_row_k<const K: u8>(row: &[u8], dst: &mut [WChunk]) {
 /// dst = unpack_chunk(kind, row, c) for every chunk c < dst.len(). Panics unless AVAILABLE and
 /// the row holds the blocks of dst.len() chunks.
 pub fn unpack_row(kind: Kind, row: &[u8], dst: &mut [WChunk]) {
-    assert!(*AVAILABLE && (row.len() / kind.block_bytes()).div_ceil(2) == dst.len(), "unpack_row: lengths");
+    assert!(*AVAILABLE && kind.row_values(row.len()).div_ceil(64) == dst.len(), "unpack_row: lengths");
     match kind {
         // SAFETY: AVAILABLE and the lengths are checked above.
         Kind::Q4_0 => unsafe { unpack_row_k::<Q4_0>(row, dst) },
@@ -270,6 +349,9 @@ pub fn unpack_row(kind: Kind, row: &[u8], dst: &mut [WChunk]) {
         Kind::Q5_0 => unsafe { unpack_row_k::<Q5_0>(row, dst) },
         Kind::Q5_1 => unsafe { unpack_row_k::<Q5_1>(row, dst) },
         Kind::Q8_0 => unsafe { unpack_row_k::<Q8_0>(row, dst) },
+        Kind::Int4G32 => unsafe { unpack_row_k::<INT4_G32>(row, dst) },
+        Kind::Int4G64 => unsafe { unpack_row_k::<INT4_G64>(row, dst) },
+        Kind::Int4G128 => unsafe { unpack_row_k::<INT4_G128>(row, dst) },
     }
 }
 
@@ -277,7 +359,7 @@ pub fn unpack_row(kind: Kind, row: &[u8], dst: &mut [WChunk]) {
 ///
 /// # Safety
 /// The CPU has the features; x holds rows i0..i0 + I and the tile rows j0..j0 + J, c chunks each.
-#[target_feature(enable = "avx512f,avx512bw,avx512vl,avx512vnni,f16c")]
+#[target_feature(enable = "avx512f,avx512bw,avx512vl,avx512vnni,avx512vbmi,f16c")]
 unsafe fn block<const K: u8, const I: usize, const J: usize>(
     tile: &[WChunk],
     x: &[XChunk],
@@ -291,12 +373,15 @@ unsafe fn block<const K: u8, const I: usize, const J: usize>(
         unsafe {
             let xr: [XRegs; I] = std::array::from_fn(|i| load_x::<K>(&x[(i0 + i) * c + ch]));
             for j in 0..J {
-                let w = &tile[(j0 + j) * c + ch];
-                let u = _mm512_load_si512(w.u.as_ptr().cast());
-                let dw = _mm512_load_ps(w.dw.as_ptr());
-                let mw = _mm512_load_ps(w.mw.as_ptr());
+                let t = &tile[(j0 + j) * c + ch];
+                let w = WRegs {
+                    u: _mm512_load_si512(t.u.as_ptr().cast()),
+                    dw: _mm512_load_ps(t.dw.as_ptr()),
+                    mw: _mm512_load_ps(t.mw.as_ptr()),
+                    z: _mm512_load_si512(t.z.as_ptr().cast()),
+                };
                 for i in 0..I {
-                    acc[i][j] = step::<K>(acc[i][j], u, dw, mw, &xr[i]);
+                    acc[i][j] = step::<K>(acc[i][j], &w, &xr[i]);
                 }
             }
         }
@@ -310,7 +395,7 @@ unsafe fn block<const K: u8, const I: usize, const J: usize>(
     out
 }
 
-#[target_feature(enable = "avx512f,avx512bw,avx512vl,avx512vnni,f16c")]
+#[target_feature(enable = "avx512f,avx512bw,avx512vl,avx512vnni,avx512vbmi,f16c")]
 unsafe fn gemm_k<const K: u8>(tile: &[WChunk], x: &[XChunk], c: usize, mut write: impl FnMut(usize, usize, f32)) {
     let (m, n) = (x.len() / c, tile.len() / c);
     let mut emit = |i0: usize, j0: usize, v: &[&[f32]]| {
@@ -357,5 +442,8 @@ pub fn gemm(kind: Kind, tile: &[WChunk], x: &[XChunk], c: usize, write: impl FnM
         Kind::Q5_0 => unsafe { gemm_k::<Q5_0>(tile, x, c, write) },
         Kind::Q5_1 => unsafe { gemm_k::<Q5_1>(tile, x, c, write) },
         Kind::Q8_0 => unsafe { gemm_k::<Q8_0>(tile, x, c, write) },
+        Kind::Int4G32 => unsafe { gemm_k::<INT4_G32>(tile, x, c, write) },
+        Kind::Int4G64 => unsafe { gemm_k::<INT4_G64>(tile, x, c, write) },
+        Kind::Int4G128 => unsafe { gemm_k::<INT4_G128>(tile, x, c, write) },
     }
 }

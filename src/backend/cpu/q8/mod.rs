@@ -1,7 +1,8 @@
 //! Int8 activations for the CPU's quantized matmuls: each row of x is quantized per block of 32
 //! to two int8 planes (as CUDA's GEMV does: llama.cpp's single plane cost SmolLM2 logits NMSE
 //! 4.5e-3 against the f32 path), each weight block's integer levels meet both planes in exact
-//! integer dot products (`vpdpbusd` on AVX-512 VNNI), and f32 takes over once per block. Formats: Q4_0, Q4_1, Q5_0, Q5_1 and Q8_0, whose values are
+//! integer dot products (`vpdpbusd` on AVX-512 VNNI), and f32 takes over once per block. Formats:
+//! Q4_0, Q4_1, Q5_0, Q5_1, Q8_0 and INT4 (G = 32/64/128), whose values are
 //! d·(u − o) or d·u + m with integer levels u of at most 8 bits.
 //!
 //! Numerics: one definition that every path (AVX-512, portable) follows step for step, so the
@@ -17,6 +18,7 @@
 //! - weight levels as unsigned bytes u (Q8_0: q + 128); lane sum in i32, exact:
 //!   isum = 256·Σ u·hi + Σ u·lo − o·Σ q = Σ (u − o)·q with o = 8 (Q4_0), 16 (Q5_0), 128 (Q8_0),
 //!   0 otherwise (|isum| < 2^26, so f32(isum) rounds above 2^24: the same rounding on every path);
+//!   INT4 (quant/intn, values d·(q − z)) subtracts z[L]·Σ q instead, z its group's zero point;
 //! - acc[L] = fma(f32(isum[L]), d_w[b]·d_x[b], acc[L]); for Q4_1/Q5_1 then
 //!   acc[L] = fma(m_w[b], s[L], acc[L]), s holding d_x[b]·Σ q over block b in lane 0 (b0) and
 //!   lane 4 (b1), 0 in the others;
@@ -50,18 +52,52 @@ pub enum Kind {
     Q5_0,
     Q5_1,
     Q8_0,
+    /// Ultra's INT4 (quant/intn): d·(q − z) per group of 32, 64 or 128, z an integer per group.
+    Int4G32,
+    Int4G64,
+    Int4G128,
 }
 
 impl Kind {
     pub fn of(format: Format) -> Option<Kind> {
+        use crate::quant::intn::{Group, Intn, Scheme};
         match format {
             Format::Q4_0 => Some(Kind::Q4_0),
             Format::Q4_1 => Some(Kind::Q4_1),
             Format::Q5_0 => Some(Kind::Q5_0),
             Format::Q5_1 => Some(Kind::Q5_1),
             Format::Q8_0 => Some(Kind::Q8_0),
+            Format::Intn(Intn { scheme: Scheme::Int4, group }) => Some(match group {
+                Group::G32 => Kind::Int4G32,
+                Group::G64 => Kind::Int4G64,
+                Group::G128 => Kind::Int4G128,
+            }),
             _ => None,
         }
+    }
+
+    /// Values per group of an INT4 kind (one d and z each).
+    pub const fn int4_group(self) -> Option<usize> {
+        match self {
+            Kind::Int4G32 => Some(32),
+            Kind::Int4G64 => Some(64),
+            Kind::Int4G128 => Some(128),
+            _ => None,
+        }
+    }
+
+    /// The values in a row of `bytes` bytes (whole blocks).
+    pub const fn row_values(self, bytes: usize) -> usize {
+        let per_block = match self.int4_group() {
+            Some(g) => g,
+            None => 32,
+        };
+        bytes / self.block_bytes() * per_block
+    }
+
+    /// Whether each group carries its own integer zero point z (values d·(q − z)).
+    pub const fn zero_point(self) -> bool {
+        self.int4_group().is_some()
     }
 
     /// log2 of the level offset o (values d·(u − o)), for the formats that have one.
@@ -70,7 +106,7 @@ impl Kind {
             Kind::Q4_0 => Some(3),
             Kind::Q5_0 => Some(4),
             Kind::Q8_0 => Some(7),
-            Kind::Q4_1 | Kind::Q5_1 => None,
+            _ => None,
         }
     }
 
@@ -86,6 +122,9 @@ impl Kind {
             Kind::Q5_0 => 22,
             Kind::Q5_1 => 24,
             Kind::Q8_0 => 34,
+            Kind::Int4G32 => 20,
+            Kind::Int4G64 => 36,
+            Kind::Int4G128 => 68,
         }
     }
 }
@@ -114,6 +153,8 @@ pub struct WChunk {
     pub dw: [f32; 16],
     /// m_w of the lane's block (formats with a minimum), else 0.
     pub mw: [f32; 16],
+    /// z of the lane's group (INT4), else 0.
+    pub z: [i32; 16],
 }
 
 impl XChunk {
@@ -121,7 +162,7 @@ impl XChunk {
 }
 
 impl WChunk {
-    const ZERO: WChunk = WChunk { u: [0; 64], dw: [0.0; 16], mw: [0.0; 16] };
+    const ZERO: WChunk = WChunk { u: [0; 64], dw: [0.0; 16], mw: [0.0; 16], z: [0; 16] };
 }
 
 /// Chunks of a row of k values (k a multiple of 32).

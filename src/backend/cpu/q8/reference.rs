@@ -127,11 +127,36 @@ fn unpack_block(kind: Kind, b: &[u8]) -> ([u8; 32], f32, f32) {
             }
             (u, f16_at(b, 0), 0.0)
         }
+        Kind::Int4G32 | Kind::Int4G64 | Kind::Int4G128 => unreachable!("INT4 unpacks by unpack_int4_chunk"),
     }
+}
+
+/// Chunk `c` of an INT4 row (quant/intn: value i of a group in data byte i / 2, the even value
+/// in the low nibble; d at bytes 0..2 and z at byte 2 of each group's header).
+fn unpack_int4_chunk(group: usize, row: &[u8], c: usize) -> WChunk {
+    let bb = 4 + group / 2;
+    let values = row.len() / bb * group;
+    let mut w = WChunk::ZERO;
+    for p in 0..64 {
+        let (half, at) = position(p);
+        let v = 64 * c + 32 * half + at;
+        if v >= values {
+            continue;
+        }
+        let block = &row[(v / group) * bb..(v / group + 1) * bb];
+        let i = v % group;
+        w.u[p] = (block[4 + i / 2] >> (4 * (i % 2))) & 0x0f;
+        w.dw[p / 4] = f16_at(block, 0);
+        w.z[p / 4] = i32::from(block[2]);
+    }
+    w
 }
 
 /// Chunk `c` of a weight row (whole blocks of `kind`).
 pub fn unpack_chunk(kind: Kind, row: &[u8], c: usize) -> WChunk {
+    if let Some(group) = kind.int4_group() {
+        return unpack_int4_chunk(group, row, c);
+    }
     let bb = kind.block_bytes();
     let blocks = row.len() / bb;
     let mut w = WChunk::ZERO;
@@ -159,6 +184,9 @@ pub fn step(kind: Kind, acc: &mut [f32; 16], w: &WChunk, x: &XChunk) {
         let mut s = (plane(&x.q) << 8) + plane(&x.lo);
         if let Some(shift) = kind.offset_shift() {
             s -= x.sum4[l] << shift;
+        }
+        if kind.zero_point() {
+            s -= w.z[l] * x.sum4[l];
         }
         acc[l] = (s as f32).mul_add(w.dw[l] * x.dx[l], acc[l]);
         if kind.has_min() {

@@ -12,7 +12,8 @@ fn noise(state: &mut u64) -> u64 {
 }
 
 /// A row of `blocks` random blocks of `format` with finite scales of either sign.
-fn random_row(format: Format, blocks: usize, state: &mut u64) -> Vec<u8> {
+fn random_row(format: Format, values: usize, state: &mut u64) -> Vec<u8> {
+    let blocks = values / format.block_len();
     let mut bytes: Vec<u8> = (0..blocks * format.block_bytes()).map(|_| noise(state) as u8).collect();
     let mins = matches!(format, Format::Q4_1 | Format::Q5_1);
     for b in bytes.chunks_exact_mut(format.block_bytes()) {
@@ -20,6 +21,9 @@ fn random_row(format: Format, blocks: usize, state: &mut u64) -> Vec<u8> {
         b[..2].copy_from_slice(&scale(state));
         if mins {
             b[2..4].copy_from_slice(&scale(state));
+        }
+        if let Format::Intn(_) = format {
+            (b[2], b[3]) = ((noise(state) % 16) as u8, 0); // z in 0..16, pad 0
         }
     }
     bytes
@@ -29,22 +33,26 @@ fn random_x(k: usize, state: &mut u64) -> Vec<f32> {
     (0..k).map(|_| (noise(state) % 20001) as f32 / 10000.0 - 1.0).collect()
 }
 
-const FORMATS: [Format; 5] = [Format::Q4_0, Format::Q4_1, Format::Q5_0, Format::Q5_1, Format::Q8_0];
+fn formats() -> Vec<Format> {
+    use crate::quant::intn::{Group, Intn, Scheme};
+    let int4 = Group::ALL.map(|group| Format::Intn(Intn { scheme: Scheme::Int4, group }));
+    [Format::Q4_0, Format::Q4_1, Format::Q5_0, Format::Q5_1, Format::Q8_0].into_iter().chain(int4).collect()
+}
 
 #[test]
 fn unpacked_levels_are_the_dequantized_values() {
     let mut state = 0x1234_5678_9abc_def1;
-    for format in FORMATS {
+    for format in formats() {
         let kind = Kind::of(format).unwrap();
-        let row = random_row(format, 6, &mut state);
-        let mut want = vec![0.0f32; 6 * 32];
+        let row = random_row(format, 384, &mut state);
+        let mut want = vec![0.0f32; 384];
         dequantize_row(format, &row, &mut want);
-        for c in 0..3 {
+        for c in 0..6 {
             let w = unpack_chunk(kind, &row, c);
             for p in 0..64 {
                 let (half, at) = ((p / 16) % 2, p % 16 + 16 * (p / 32));
                 let l = p / 4;
-                let u = i32::from(w.u[p]) - kind.offset_shift().map_or(0, |s| 1 << s);
+                let u = i32::from(w.u[p]) - kind.offset_shift().map_or(0, |s| 1 << s) - w.z[l];
                 let v = if kind.has_min() { (u as f32) * w.dw[l] + w.mw[l] } else { u as f32 * w.dw[l] };
                 assert_eq!(
                     v.to_bits(),
@@ -60,13 +68,14 @@ fn unpacked_levels_are_the_dequantized_values() {
 #[test]
 fn the_int8_dot_is_within_its_bound_of_the_f64_dot() {
     let mut state = 0x0fed_cba9_8765_4321;
-    for format in FORMATS {
+    for format in formats() {
         let kind = Kind::of(format).unwrap();
         for blocks in [1, 2, 7, 18] {
-            let (row, x) = (random_row(format, blocks, &mut state), random_x(blocks * 32, &mut state));
-            let mut w = vec![0.0f32; blocks * 32];
+            let k = (blocks * 32usize).next_multiple_of(format.block_len());
+            let (row, x) = (random_row(format, k, &mut state), random_x(k, &mut state));
+            let mut w = vec![0.0f32; k];
             dequantize_row(format, &row, &mut w);
-            let mut xq = vec![XChunk::ZERO; chunks(blocks * 32)];
+            let mut xq = vec![XChunk::ZERO; chunks(k)];
             quantize_row(&x, &mut xq);
             let exact: f64 = w.iter().zip(&x).map(|(&a, &b)| f64::from(a) * f64::from(b)).sum();
             // Each x moves by at most a step of its fine plane (max|x| / 32,512), the f32 sums add ~1e-6.
@@ -90,11 +99,11 @@ fn the_avx512_kernels_equal_the_reference_bit_for_bit() {
         return;
     }
     let mut state = 0x5555_aaaa_3333_cccc;
-    for format in FORMATS {
+    for format in formats() {
         let kind = Kind::of(format).unwrap();
         for blocks in [1, 2, 3, 18, 48] {
-            let k = blocks * 32;
-            let rows: Vec<Vec<u8>> = (0..6).map(|_| random_row(format, blocks, &mut state)).collect();
+            let k = (blocks * 32usize).next_multiple_of(format.block_len());
+            let rows: Vec<Vec<u8>> = (0..6).map(|_| random_row(format, k, &mut state)).collect();
             let m = 5;
             let x: Vec<f32> = (0..m).flat_map(|_| random_x(k, &mut state)).collect();
             let xq = quantize(&x, m, k);
