@@ -35,12 +35,12 @@ const TILE_N: usize = 32;
 #[cfg_attr(not(target_arch = "x86_64"), allow(dead_code))] // the fused kernels are AVX-512
 const FUSED_MAX_M: usize = 4;
 
-/// With int8 activations, the most rows that take the int8 kernels (decode, small batches,
-/// speculative verification of up to 7 drafts): above it the f32 tile path is faster, because
+/// With int8 activations, the most rows that take the int8 kernels (decode, batches of up to 16
+/// rows, speculative verification of up to 15 drafts): above it the f32 tile path is faster, because
 /// the int8 path's per-block f32 work (two activation planes) costs more than the dequantized
 /// tile's FMAs once a tile is shared by many rows (benches/notes/cpu.md). So with int8, runs
 /// that differ only in how rows above this are batched (chunked prefill) are not bit-identical.
-pub(super) const INT8_MAX_M: usize = 8;
+pub(super) const INT8_MAX_M: usize = 16;
 
 /// 16 floats on a 64-byte boundary: scratch rows start on cache lines, so no SIMD load splits one.
 #[derive(Clone, Copy, bytemuck::Pod, bytemuck::Zeroable)]

@@ -11,8 +11,9 @@
 use std::arch::x86_64::*;
 use std::sync::LazyLock;
 
+use super::reference::nf4_planes;
 use super::reference::{step as step_ref, unpack_chunk};
-use super::{Kind, WChunk, XChunk};
+use super::{Code, Kind, Nibbles, WChunk, XChunk};
 use crate::backend::cpu::avx512::reduce;
 
 /// Whether this CPU runs these kernels (unless `ULTRA_CPU_DISABLE` turns AVX-512 off).
@@ -29,9 +30,20 @@ const Q4_1: u8 = 1;
 const Q5_0: u8 = 2;
 const Q5_1: u8 = 3;
 const Q8_0: u8 = 4;
-const INT4_G32: u8 = 5;
-const INT4_G64: u8 = 6;
-const INT4_G128: u8 = 7;
+/// Tags 5.. are the 4-bit group-wise formats: 5 + 3·code + log2(G / 32).
+const fn nibbles_tag(n: Nibbles) -> u8 {
+    let code = match n.code {
+        Code::Int4 => 0,
+        Code::Nf4 => 1,
+        Code::Nf4Dq => 2,
+    };
+    let log2_group = match n.group {
+        32 => 0,
+        64 => 1,
+        _ => 2,
+    };
+    5 + 3 * code + log2_group
+}
 
 const fn kind_of(k: u8) -> Kind {
     match k {
@@ -39,14 +51,19 @@ const fn kind_of(k: u8) -> Kind {
         Q4_1 => Kind::Q4_1,
         Q5_0 => Kind::Q5_0,
         Q5_1 => Kind::Q5_1,
-        INT4_G32 => Kind::Int4G32,
-        INT4_G64 => Kind::Int4G64,
-        INT4_G128 => Kind::Int4G128,
-        _ => Kind::Q8_0,
+        Q8_0 => Kind::Q8_0,
+        _ => {
+            let code = match (k - 5) / 3 {
+                0 => Code::Int4,
+                1 => Code::Nf4,
+                _ => Code::Nf4Dq,
+            };
+            Kind::Nibbles(Nibbles { code, group: 32 << ((k - 5) % 3) })
+        }
     }
 }
 
-/// For INT4's byte t of [low nibbles of 32 data bytes, their high nibbles] (values 2j and
+/// For a 4-bit format's byte t of [low nibbles of 32 data bytes, their high nibbles] (values 2j and
 /// 2j + 1 of the chunk), the chunk byte each goes to: chunk byte p holds value 32·half + at
 /// (reference.rs's `position`), found at t = (v % 2)·32 + v / 2.
 const INT4_ORDER: [u8; 64] = {
@@ -60,6 +77,23 @@ const INT4_ORDER: [u8; 64] = {
     order
 };
 
+/// `$m!(TAG)` with the const tag of the 4-bit format `$n` (the nine of them).
+macro_rules! nibbles {
+    ($n:expr, $m:ident) => {
+        match nibbles_tag($n) {
+            5 => $m!(5),
+            6 => $m!(6),
+            7 => $m!(7),
+            8 => $m!(8),
+            9 => $m!(9),
+            10 => $m!(10),
+            11 => $m!(11),
+            12 => $m!(12),
+            _ => $m!(13),
+        }
+    };
+}
+
 /// One chunk of a weight row in registers: levels, d, m and z lanes (WChunk's fields).
 #[derive(Clone, Copy)]
 struct WRegs {
@@ -67,6 +101,7 @@ struct WRegs {
     dw: __m512,
     mw: __m512,
     z: __m512i,
+    u2: __m512i,
 }
 
 /// One chunk of an activation row in registers, the offset correction already shifted.
@@ -104,7 +139,7 @@ unsafe fn load_x<const K: u8>(x: &XChunk) -> XRegs {
 /// reference::step on registers.
 #[inline(always)]
 unsafe fn step<const K: u8>(acc: __m512, w: &WRegs, x: &XRegs) -> __m512 {
-    let WRegs { u, dw, mw, z } = *w;
+    let WRegs { u, dw, mw, z, u2 } = *w;
     // SAFETY: register arithmetic only (the caller has the features).
     unsafe {
         let hi = _mm512_dpbusd_epi32(_mm512_setzero_si512(), u, x.q);
@@ -115,6 +150,11 @@ unsafe fn step<const K: u8>(acc: __m512, w: &WRegs, x: &XRegs) -> __m512 {
         }
         if kind_of(K).zero_point() {
             isum = _mm512_sub_epi32(isum, _mm512_mullo_epi32(z, x.sum));
+        }
+        if kind_of(K).two_planes() {
+            let h = _mm512_slli_epi32::<5>(_mm512_sub_epi32(isum, _mm512_slli_epi32::<7>(x.sum)));
+            let l_hi = _mm512_slli_epi32::<8>(_mm512_dpbusd_epi32(_mm512_setzero_si512(), u2, x.q));
+            isum = _mm512_add_epi32(_mm512_add_epi32(h, l_hi), _mm512_dpbusd_epi32(_mm512_setzero_si512(), u2, x.lo));
         }
         let acc = _mm512_fmadd_ps(_mm512_cvtepi32_ps(isum), _mm512_mul_ps(dw, x.dx), acc);
         if kind_of(K).has_min() { _mm512_fmadd_ps(mw, x.s, acc) } else { acc }
@@ -138,9 +178,9 @@ unsafe fn spread(v: __m128, i: i32, j: i32) -> __m512 {
 #[inline(always)]
 unsafe fn decode<const K: u8>(p: *const u8, c: usize) -> WRegs {
     let bb = kind_of(K).block_bytes();
-    if let Some(group) = kind_of(K).int4_group() {
+    if let Kind::Nibbles(n) = kind_of(K) {
         // SAFETY: the caller's contract (chunk c's values lie in the row).
-        return unsafe { decode_int4(p, c, group) };
+        return unsafe { decode_nibbles(p, c, n) };
     }
     // SAFETY: every read stays inside blocks 2c and 2c + 1 (offsets per reference.rs).
     unsafe {
@@ -173,66 +213,97 @@ unsafe fn decode<const K: u8>(p: *const u8, c: usize) -> WRegs {
             let v = _mm_cvtph_ps(_mm_set_epi32(0, 0, u32_at(b1, 0) as i32, u32_at(b0, 0) as i32));
             (spread(v, 0, 2), spread(v, 1, 3))
         };
-        let z = _mm512_setzero_si512();
+        let (z, u2) = (_mm512_setzero_si512(), _mm512_setzero_si512());
         match K {
             Q4_0 => {
                 let (dw, mw) = d_only();
-                WRegs { u: nibbles(pair(2)), dw, mw, z }
+                WRegs { u: nibbles(pair(2)), dw, mw, z, u2 }
             }
             Q4_1 => {
                 let (dw, mw) = d_and_m();
-                WRegs { u: nibbles(pair(4)), dw, mw, z }
+                WRegs { u: nibbles(pair(4)), dw, mw, z, u2 }
             }
             Q5_0 => {
                 let (dw, mw) = d_only();
-                WRegs { u: fifth_bits(nibbles(pair(6)), 2), dw, mw, z }
+                WRegs { u: fifth_bits(nibbles(pair(6)), 2), dw, mw, z, u2 }
             }
             Q5_1 => {
                 let (dw, mw) = d_and_m();
-                WRegs { u: fifth_bits(nibbles(pair(8)), 4), dw, mw, z }
+                WRegs { u: fifth_bits(nibbles(pair(8)), 4), dw, mw, z, u2 }
             }
             _ => {
                 let (dw, mw) = d_only();
                 let lo = _mm512_castsi256_si512(pair(2));
                 let u = _mm512_inserti64x4::<1>(lo, pair(18));
-                WRegs { u: _mm512_xor_si512(u, _mm512_set1_epi8(-128)), dw, mw, z }
+                WRegs { u: _mm512_xor_si512(u, _mm512_set1_epi8(-128)), dw, mw, z, u2 }
             }
         }
     }
 }
 
-/// decode for INT4 with groups of `group` values: chunk c's 64 values are 32 data bytes of one
-/// group (G ≥ 64) or of two (G = 32), one permute puts their nibbles in lane order.
+/// NF4's two level planes as byte tables for `vpermb` (codes 0..16 index the first 16 bytes).
+const NF4_TABLES: [[u8; 64]; 2] = {
+    let mut t = [[0u8; 64]; 2];
+    let mut q = 0;
+    while q < 64 {
+        let (h, l) = nf4_planes(q % 16);
+        (t[0][q], t[1][q]) = (h, l);
+        q += 1;
+    }
+    t
+};
+
+/// decode for the 4-bit group-wise formats: chunk c's 64 codes are 32 data bytes of one block
+/// (blocks of ≥ 64 values) or of two (INT4/NF4 at G = 32); one permute puts them in lane order;
+/// NF4 then looks each code's two level planes up with one permute each.
 ///
 /// # Safety
 /// Chunk c's 64 values lie in the row at `p`.
 #[inline(always)]
-unsafe fn decode_int4(p: *const u8, c: usize, group: usize) -> WRegs {
-    let bb = 4 + group / 2;
+unsafe fn decode_nibbles(p: *const u8, c: usize, n: Nibbles) -> WRegs {
+    let kind = Kind::Nibbles(n);
+    let (len, bb) = (kind.block_len(), kind.block_bytes());
     // SAFETY: every read stays inside the blocks holding values 64c..64c + 64.
     unsafe {
-        let (bytes, dw, z) = if group == 32 {
+        let f16 = |b: *const u8| _mm_cvtph_ps(_mm_cvtsi32_si128(i32::from(b.cast::<u16>().read_unaligned())));
+        // The scale of value 64c + o's group and INT4's zero point, as f32 / i32 scalars.
+        let scale_of = |b: *const u8, o: usize| -> (f32, i32) {
+            let d = _mm_cvtss_f32(f16(b));
+            match n.code {
+                Code::Int4 => (d, i32::from(*b.add(2))),
+                Code::Nf4 => (d / 4095.0, 0),
+                Code::Nf4Dq => (d * f32::from(*b.add(2 + o / n.group)) / 4095.0, 0),
+            }
+        };
+        let (bytes, (s0, z0), (s1, z1)) = if len == 32 {
             let (b0, b1) = (p.add(2 * c * bb), p.add((2 * c + 1) * bb));
             let t = _mm256_inserti128_si256::<1>(
                 _mm256_castsi128_si256(_mm_loadu_si128(b0.add(4).cast())),
                 _mm_loadu_si128(b1.add(4).cast()),
             );
-            let d = |b: *const u8| u32::from(b.cast::<u16>().read_unaligned());
-            let v = _mm_cvtph_ps(_mm_cvtsi32_si128((d(b0) | d(b1) << 16) as i32));
-            let (z0, z1) = (i32::from(*b0.add(2)), i32::from(*b1.add(2)));
-            (t, spread(v, 0, 1), _mm512_setr_epi32(z0, z0, z0, z0, z1, z1, z1, z1, z0, z0, z0, z0, z1, z1, z1, z1))
+            (t, scale_of(b0, 0), scale_of(b1, 0))
         } else {
-            let b = p.add((64 * c / group) * bb);
-            let t = _mm256_loadu_si256(b.add(4 + (64 * c % group) / 2).cast());
-            let d = _mm_cvtph_ps(_mm_cvtsi32_si128(i32::from(b.cast::<u16>().read_unaligned())));
-            (t, _mm512_broadcastss_ps(d), _mm512_set1_epi32(i32::from(*b.add(2))))
+            let b = p.add((64 * c / len) * bb);
+            let o = 64 * c % len;
+            let t = _mm256_loadu_si256(b.add(4 + o / 2).cast());
+            (t, scale_of(b, o), scale_of(b, o + 32))
         };
         let mask = _mm256_set1_epi8(0x0f);
         let lo = _mm256_and_si256(bytes, mask);
         let hi = _mm256_and_si256(_mm256_srli_epi16::<4>(bytes), mask);
         let t = _mm512_inserti64x4::<1>(_mm512_castsi256_si512(lo), hi);
-        let order = _mm512_loadu_si512(INT4_ORDER.as_ptr().cast());
-        WRegs { u: _mm512_permutexvar_epi8(order, t), dw, mw: _mm512_setzero_ps(), z }
+        let codes = _mm512_permutexvar_epi8(_mm512_loadu_si512(INT4_ORDER.as_ptr().cast()), t);
+        let dw = _mm512_setr_ps(s0, s0, s0, s0, s1, s1, s1, s1, s0, s0, s0, s0, s1, s1, s1, s1);
+        let z = _mm512_setr_epi32(z0, z0, z0, z0, z1, z1, z1, z1, z0, z0, z0, z0, z1, z1, z1, z1);
+        let (mw, zero) = (_mm512_setzero_ps(), _mm512_setzero_si512());
+        match n.code {
+            Code::Int4 => WRegs { u: codes, dw, mw, z, u2: zero },
+            Code::Nf4 | Code::Nf4Dq => {
+                let table = |i: usize| _mm512_loadu_si512(NF4_TABLES[i].as_ptr().cast());
+                let u = _mm512_permutexvar_epi8(codes, table(0));
+                WRegs { u, dw, mw, z: zero, u2: _mm512_permutexvar_epi8(codes, table(1)) }
+            }
+        }
     }
 }
 
@@ -312,9 +383,7 @@ pub fn dot_rows(kind: Kind, rows: &[&[u8]], x: &[XChunk], out: &mut [f32]) {
         Kind::Q5_0 => run!(Q5_0),
         Kind::Q5_1 => run!(Q5_1),
         Kind::Q8_0 => run!(Q8_0),
-        Kind::Int4G32 => run!(INT4_G32),
-        Kind::Int4G64 => run!(INT4_G64),
-        Kind::Int4G128 => run!(INT4_G128),
+        Kind::Nibbles(n) => nibbles!(n, run),
     }
 }
 
@@ -334,6 +403,7 @@ unsafe fn unpack_row_k<const K: u8>(row: &[u8], dst: &mut [WChunk]) {
             _mm512_store_ps(w.dw.as_mut_ptr(), r.dw);
             _mm512_store_ps(w.mw.as_mut_ptr(), r.mw);
             _mm512_store_si512(w.z.as_mut_ptr().cast(), r.z);
+            _mm512_store_si512(w.u2.as_mut_ptr().cast(), r.u2);
         }
     }
 }
@@ -349,9 +419,15 @@ pub fn unpack_row(kind: Kind, row: &[u8], dst: &mut [WChunk]) {
         Kind::Q5_0 => unsafe { unpack_row_k::<Q5_0>(row, dst) },
         Kind::Q5_1 => unsafe { unpack_row_k::<Q5_1>(row, dst) },
         Kind::Q8_0 => unsafe { unpack_row_k::<Q8_0>(row, dst) },
-        Kind::Int4G32 => unsafe { unpack_row_k::<INT4_G32>(row, dst) },
-        Kind::Int4G64 => unsafe { unpack_row_k::<INT4_G64>(row, dst) },
-        Kind::Int4G128 => unsafe { unpack_row_k::<INT4_G128>(row, dst) },
+        Kind::Nibbles(n) => {
+            macro_rules! go {
+                ($k:expr) => {
+                    // SAFETY: AVAILABLE and the lengths are checked above.
+                    unsafe { unpack_row_k::<{ $k }>(row, dst) }
+                };
+            }
+            nibbles!(n, go)
+        }
     }
 }
 
@@ -379,6 +455,7 @@ unsafe fn block<const K: u8, const I: usize, const J: usize>(
                     dw: _mm512_load_ps(t.dw.as_ptr()),
                     mw: _mm512_load_ps(t.mw.as_ptr()),
                     z: _mm512_load_si512(t.z.as_ptr().cast()),
+                    u2: _mm512_load_si512(t.u2.as_ptr().cast()),
                 };
                 for i in 0..I {
                     acc[i][j] = step::<K>(acc[i][j], &w, &xr[i]);
@@ -442,8 +519,14 @@ pub fn gemm(kind: Kind, tile: &[WChunk], x: &[XChunk], c: usize, write: impl FnM
         Kind::Q5_0 => unsafe { gemm_k::<Q5_0>(tile, x, c, write) },
         Kind::Q5_1 => unsafe { gemm_k::<Q5_1>(tile, x, c, write) },
         Kind::Q8_0 => unsafe { gemm_k::<Q8_0>(tile, x, c, write) },
-        Kind::Int4G32 => unsafe { gemm_k::<INT4_G32>(tile, x, c, write) },
-        Kind::Int4G64 => unsafe { gemm_k::<INT4_G64>(tile, x, c, write) },
-        Kind::Int4G128 => unsafe { gemm_k::<INT4_G128>(tile, x, c, write) },
+        Kind::Nibbles(n) => {
+            macro_rules! go {
+                ($k:expr) => {
+                    // SAFETY: AVAILABLE and the lengths are checked above.
+                    unsafe { gemm_k::<{ $k }>(tile, x, c, write) }
+                };
+            }
+            nibbles!(n, go)
+        }
     }
 }

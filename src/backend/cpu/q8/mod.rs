@@ -2,8 +2,8 @@
 //! to two int8 planes (as CUDA's GEMV does: llama.cpp's single plane cost SmolLM2 logits NMSE
 //! 4.5e-3 against the f32 path), each weight block's integer levels meet both planes in exact
 //! integer dot products (`vpdpbusd` on AVX-512 VNNI), and f32 takes over once per block. Formats:
-//! Q4_0, Q4_1, Q5_0, Q5_1, Q8_0 and INT4 (G = 32/64/128), whose values are
-//! d·(u − o) or d·u + m with integer levels u of at most 8 bits.
+//! Q4_0, Q4_1, Q5_0, Q5_1, Q8_0, and Ultra's INT4, NF4 and NF4_DQ (G = 32/64/128), whose values
+//! are d·(u − o) or d·u + m with integer levels u of at most 8 bits, or (NF4) of 13.
 //!
 //! Numerics: one definition that every path (AVX-512, portable) follows step for step, so the
 //! batch size, the tiling and the instruction set never show in the bits (batch invariance):
@@ -19,6 +19,8 @@
 //!   isum = 256·Σ u·hi + Σ u·lo − o·Σ q = Σ (u − o)·q with o = 8 (Q4_0), 16 (Q5_0), 128 (Q8_0),
 //!   0 otherwise (|isum| < 2^26, so f32(isum) rounds above 2^24: the same rounding on every path);
 //!   INT4 (quant/intn, values d·(q − z)) subtracts z[L]·Σ q instead, z its group's zero point;
+//!   NF4 / NF4_DQ take the integer level L = round(4095·NF4[code]) = 32·(h − 128) + l in two
+//!   byte planes (h, l) and d_w = scale / 4095: isum = 32·(Σ h·q − 128·Σ q) + Σ l·q;
 //! - acc[L] = fma(f32(isum[L]), d_w[b]·d_x[b], acc[L]); for Q4_1/Q5_1 then
 //!   acc[L] = fma(m_w[b], s[L], acc[L]), s holding d_x[b]·Σ q over block b in lane 0 (b0) and
 //!   lane 4 (b1), 0 in the others;
@@ -52,52 +54,60 @@ pub enum Kind {
     Q5_0,
     Q5_1,
     Q8_0,
-    /// Ultra's INT4 (quant/intn): d·(q − z) per group of 32, 64 or 128, z an integer per group.
-    Int4G32,
-    Int4G64,
-    Int4G128,
+    /// Ultra's 4-bit group-wise formats (quant/intn), codes packed two per byte.
+    Nibbles(Nibbles),
 }
+
+/// A 4-bit group-wise format of quant/intn: how its codes become values, and its group size.
+#[derive(Clone, Copy, PartialEq, Eq, Debug)]
+pub struct Nibbles {
+    pub code: Code,
+    pub group: usize,
+}
+
+#[derive(Clone, Copy, PartialEq, Eq, Debug)]
+pub enum Code {
+    /// d·(q − z), z an integer per group.
+    Int4,
+    /// absmax·NF4[q]; the int8 path takes NF4[q] as round(4095·NF4[q]) / 4095 (error ≤ 1.3e-4 of
+    /// absmax), split into two byte planes.
+    Nf4,
+    /// (D·c_g)·NF4[q], two groups per block.
+    Nf4Dq,
+}
+
+/// round(4095·NF4[q]): the integer NF4 levels of the int8 path.
+pub const NF4_LEVELS: [i32; 16] = {
+    let mut l = [0i32; 16];
+    let mut q = 0;
+    while q < 16 {
+        let v = crate::quant::intn::NF4[q] as f64 * 4095.0;
+        l[q] = if v >= 0.0 { (v + 0.5) as i32 } else { -((-v + 0.5) as i32) };
+        q += 1;
+    }
+    l
+};
 
 impl Kind {
     pub fn of(format: Format) -> Option<Kind> {
-        use crate::quant::intn::{Group, Intn, Scheme};
+        use crate::quant::intn::{Intn, Scheme};
         match format {
             Format::Q4_0 => Some(Kind::Q4_0),
             Format::Q4_1 => Some(Kind::Q4_1),
             Format::Q5_0 => Some(Kind::Q5_0),
             Format::Q5_1 => Some(Kind::Q5_1),
             Format::Q8_0 => Some(Kind::Q8_0),
-            Format::Intn(Intn { scheme: Scheme::Int4, group }) => Some(match group {
-                Group::G32 => Kind::Int4G32,
-                Group::G64 => Kind::Int4G64,
-                Group::G128 => Kind::Int4G128,
-            }),
+            Format::Intn(Intn { scheme, group }) => {
+                let code = match scheme {
+                    Scheme::Int4 => Code::Int4,
+                    Scheme::Nf4 => Code::Nf4,
+                    Scheme::Nf4Dq => Code::Nf4Dq,
+                    Scheme::Int8 | Scheme::Int2 => return None,
+                };
+                Some(Kind::Nibbles(Nibbles { code, group: group.size() }))
+            }
             _ => None,
         }
-    }
-
-    /// Values per group of an INT4 kind (one d and z each).
-    pub const fn int4_group(self) -> Option<usize> {
-        match self {
-            Kind::Int4G32 => Some(32),
-            Kind::Int4G64 => Some(64),
-            Kind::Int4G128 => Some(128),
-            _ => None,
-        }
-    }
-
-    /// The values in a row of `bytes` bytes (whole blocks).
-    pub const fn row_values(self, bytes: usize) -> usize {
-        let per_block = match self.int4_group() {
-            Some(g) => g,
-            None => 32,
-        };
-        bytes / self.block_bytes() * per_block
-    }
-
-    /// Whether each group carries its own integer zero point z (values d·(q − z)).
-    pub const fn zero_point(self) -> bool {
-        self.int4_group().is_some()
     }
 
     /// log2 of the level offset o (values d·(u − o)), for the formats that have one.
@@ -115,6 +125,25 @@ impl Kind {
         matches!(self, Kind::Q4_1 | Kind::Q5_1)
     }
 
+    /// Whether each group carries its own integer zero point z (values d·(q − z)).
+    pub const fn zero_point(self) -> bool {
+        matches!(self, Kind::Nibbles(Nibbles { code: Code::Int4, .. }))
+    }
+
+    /// Whether levels come in two byte planes (NF4: 32·(h − 128) + l).
+    pub const fn two_planes(self) -> bool {
+        matches!(self, Kind::Nibbles(Nibbles { code: Code::Nf4 | Code::Nf4Dq, .. }))
+    }
+
+    /// Values per block.
+    pub const fn block_len(self) -> usize {
+        match self {
+            Kind::Nibbles(Nibbles { code: Code::Nf4Dq, group }) => 2 * group,
+            Kind::Nibbles(Nibbles { group, .. }) => group,
+            _ => 32,
+        }
+    }
+
     pub const fn block_bytes(self) -> usize {
         match self {
             Kind::Q4_0 => 18,
@@ -122,10 +151,13 @@ impl Kind {
             Kind::Q5_0 => 22,
             Kind::Q5_1 => 24,
             Kind::Q8_0 => 34,
-            Kind::Int4G32 => 20,
-            Kind::Int4G64 => 36,
-            Kind::Int4G128 => 68,
+            Kind::Nibbles(_) => 4 + self.block_len() / 2,
         }
+    }
+
+    /// The values in a row of `bytes` bytes (whole blocks).
+    pub const fn row_values(self, bytes: usize) -> usize {
+        bytes / self.block_bytes() * self.block_len()
     }
 }
 
@@ -155,6 +187,8 @@ pub struct WChunk {
     pub mw: [f32; 16],
     /// z of the lane's group (INT4), else 0.
     pub z: [i32; 16],
+    /// NF4's second level plane (l of 32·(h − 128) + l; `u` holds h), else 0.
+    pub u2: [u8; 64],
 }
 
 impl XChunk {
@@ -162,7 +196,7 @@ impl XChunk {
 }
 
 impl WChunk {
-    const ZERO: WChunk = WChunk { u: [0; 64], dw: [0.0; 16], mw: [0.0; 16], z: [0; 16] };
+    const ZERO: WChunk = WChunk { u: [0; 64], dw: [0.0; 16], mw: [0.0; 16], z: [0; 16], u2: [0; 64] };
 }
 
 /// Chunks of a row of k values (k a multiple of 32).

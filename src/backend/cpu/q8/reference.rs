@@ -4,7 +4,7 @@
 
 use half::f16;
 
-use super::{Kind, WChunk, XChunk};
+use super::{Code, Kind, Nibbles, WChunk, XChunk};
 use crate::backend::cpu::simd::portable::reduce;
 
 /// The block and the index in it of byte `p` of a chunk (the lane order of mod.rs).
@@ -127,15 +127,22 @@ fn unpack_block(kind: Kind, b: &[u8]) -> ([u8; 32], f32, f32) {
             }
             (u, f16_at(b, 0), 0.0)
         }
-        Kind::Int4G32 | Kind::Int4G64 | Kind::Int4G128 => unreachable!("INT4 unpacks by unpack_int4_chunk"),
+        Kind::Nibbles(_) => unreachable!("4-bit group-wise rows unpack by unpack_nibble_chunk"),
     }
 }
 
-/// Chunk `c` of an INT4 row (quant/intn: value i of a group in data byte i / 2, the even value
-/// in the low nibble; d at bytes 0..2 and z at byte 2 of each group's header).
-fn unpack_int4_chunk(group: usize, row: &[u8], c: usize) -> WChunk {
-    let bb = 4 + group / 2;
-    let values = row.len() / bb * group;
+/// NF4 level `code` as its two planes (h, l): round(4095·NF4[code]) = 32·(h − 128) + l.
+pub const fn nf4_planes(code: usize) -> (u8, u8) {
+    let level = super::NF4_LEVELS[code];
+    (((level >> 5) + 128) as u8, (level & 31) as u8)
+}
+
+/// Chunk `c` of a 4-bit row of quant/intn (value i of a block in data byte i / 2, the even value
+/// in the low nibble; INT4 and NF4 headers: d or absmax at bytes 0..2, INT4's z at byte 2;
+/// NF4_DQ: D at bytes 0..2 and c_g at byte 2 + g).
+fn unpack_nibble_chunk(n: Nibbles, kind: Kind, row: &[u8], c: usize) -> WChunk {
+    let (len, bb) = (kind.block_len(), kind.block_bytes());
+    let values = kind.row_values(row.len());
     let mut w = WChunk::ZERO;
     for p in 0..64 {
         let (half, at) = position(p);
@@ -143,19 +150,32 @@ fn unpack_int4_chunk(group: usize, row: &[u8], c: usize) -> WChunk {
         if v >= values {
             continue;
         }
-        let block = &row[(v / group) * bb..(v / group + 1) * bb];
-        let i = v % group;
-        w.u[p] = (block[4 + i / 2] >> (4 * (i % 2))) & 0x0f;
-        w.dw[p / 4] = f16_at(block, 0);
-        w.z[p / 4] = i32::from(block[2]);
+        let block = &row[(v / len) * bb..(v / len + 1) * bb];
+        let i = v % len;
+        let code = (block[4 + i / 2] >> (4 * (i % 2))) & 0x0f;
+        match n.code {
+            Code::Int4 => {
+                w.u[p] = code;
+                w.dw[p / 4] = f16_at(block, 0);
+                w.z[p / 4] = i32::from(block[2]);
+            }
+            Code::Nf4 | Code::Nf4Dq => {
+                (w.u[p], w.u2[p]) = nf4_planes(code as usize);
+                let scale = match n.code {
+                    Code::Nf4Dq => f16_at(block, 0) * f32::from(block[2 + i / n.group]),
+                    _ => f16_at(block, 0),
+                };
+                w.dw[p / 4] = scale / 4095.0;
+            }
+        }
     }
     w
 }
 
 /// Chunk `c` of a weight row (whole blocks of `kind`).
 pub fn unpack_chunk(kind: Kind, row: &[u8], c: usize) -> WChunk {
-    if let Some(group) = kind.int4_group() {
-        return unpack_int4_chunk(group, row, c);
+    if let Kind::Nibbles(n) = kind {
+        return unpack_nibble_chunk(n, kind, row, c);
     }
     let bb = kind.block_bytes();
     let blocks = row.len() / bb;
@@ -180,8 +200,13 @@ pub fn unpack_chunk(kind: Kind, row: &[u8], c: usize) -> WChunk {
 /// One chunk into the 16 lane accumulators (mod.rs's numerics).
 pub fn step(kind: Kind, acc: &mut [f32; 16], w: &WChunk, x: &XChunk) {
     for l in 0..16 {
-        let plane = |q: &[i8; 64]| -> i32 { (0..4).map(|t| i32::from(w.u[4 * l + t]) * i32::from(q[4 * l + t])).sum() };
-        let mut s = (plane(&x.q) << 8) + plane(&x.lo);
+        let plane = |u: &[u8; 64], q: &[i8; 64]| -> i32 {
+            (0..4).map(|t| i32::from(u[4 * l + t]) * i32::from(q[4 * l + t])).sum()
+        };
+        let mut s = (plane(&w.u, &x.q) << 8) + plane(&w.u, &x.lo);
+        if kind.two_planes() {
+            s = ((s - (x.sum4[l] << 7)) << 5) + (plane(&w.u2, &x.q) << 8) + plane(&w.u2, &x.lo);
+        }
         if let Some(shift) = kind.offset_shift() {
             s -= x.sum4[l] << shift;
         }

@@ -3,6 +3,7 @@
 
 use super::*;
 use crate::quant::dequantize_row;
+use crate::quant::intn::{Group, Intn, Scheme};
 
 fn noise(state: &mut u64) -> u64 {
     *state ^= *state << 13;
@@ -22,8 +23,11 @@ fn random_row(format: Format, values: usize, state: &mut u64) -> Vec<u8> {
         if mins {
             b[2..4].copy_from_slice(&scale(state));
         }
-        if let Format::Intn(_) = format {
-            (b[2], b[3]) = ((noise(state) % 16) as u8, 0); // z in 0..16, pad 0
+        match format {
+            Format::Intn(f) if f.scheme == Scheme::Int4 => (b[2], b[3]) = ((noise(state) % 16) as u8, 0), // z, pad
+            Format::Intn(f) if f.scheme == Scheme::Nf4 => (b[2], b[3]) = (0, 0),                          // pad
+            Format::Intn(_) => (b[2], b[3]) = (noise(state) as u8, noise(state) as u8),                   // c0, c1
+            _ => {}
         }
     }
     bytes
@@ -34,9 +38,10 @@ fn random_x(k: usize, state: &mut u64) -> Vec<f32> {
 }
 
 fn formats() -> Vec<Format> {
-    use crate::quant::intn::{Group, Intn, Scheme};
-    let int4 = Group::ALL.map(|group| Format::Intn(Intn { scheme: Scheme::Int4, group }));
-    [Format::Q4_0, Format::Q4_1, Format::Q5_0, Format::Q5_1, Format::Q8_0].into_iter().chain(int4).collect()
+    let nibbles = [Scheme::Int4, Scheme::Nf4, Scheme::Nf4Dq]
+        .into_iter()
+        .flat_map(|scheme| Group::ALL.map(|group| Format::Intn(Intn { scheme, group })));
+    [Format::Q4_0, Format::Q4_1, Format::Q5_0, Format::Q5_1, Format::Q8_0].into_iter().chain(nibbles).collect()
 }
 
 #[test]
@@ -52,14 +57,18 @@ fn unpacked_levels_are_the_dequantized_values() {
             for p in 0..64 {
                 let (half, at) = ((p / 16) % 2, p % 16 + 16 * (p / 32));
                 let l = p / 4;
+                let want = want[(2 * c + half) * 32 + at];
+                if kind.two_planes() {
+                    // NF4: the level rounded to 1/4095 of the scale (dw = scale / 4095).
+                    let level = 32 * (i32::from(w.u[p]) - 128) + i32::from(w.u2[p]);
+                    let err = (f64::from(level) * f64::from(w.dw[l]) - f64::from(want)).abs();
+                    let limit = 0.5 * f64::from(w.dw[l]).abs() * 1.001 + 1e-12;
+                    assert!(err <= limit, "{} chunk {c} byte {p}: {err}", format.name());
+                    continue;
+                }
                 let u = i32::from(w.u[p]) - kind.offset_shift().map_or(0, |s| 1 << s) - w.z[l];
                 let v = if kind.has_min() { (u as f32) * w.dw[l] + w.mw[l] } else { u as f32 * w.dw[l] };
-                assert_eq!(
-                    v.to_bits(),
-                    want[(2 * c + half) * 32 + at].to_bits(),
-                    "{} chunk {c} byte {p}",
-                    format.name()
-                );
+                assert_eq!(v.to_bits(), want.to_bits(), "{} chunk {c} byte {p}", format.name());
             }
         }
     }
@@ -80,7 +89,12 @@ fn the_int8_dot_is_within_its_bound_of_the_f64_dot() {
             let exact: f64 = w.iter().zip(&x).map(|(&a, &b)| f64::from(a) * f64::from(b)).sum();
             // Each x moves by at most a step of its fine plane (max|x| / 32,512), the f32 sums add ~1e-6.
             let amax = x.iter().fold(0f64, |a, &v| a.max(f64::from(v).abs()));
-            let bound: f64 = w.iter().map(|&a| f64::from(a).abs()).sum::<f64>() * amax / 32_512.0 + 1e-5;
+            let mut bound: f64 = w.iter().map(|&a| f64::from(a).abs()).sum::<f64>() * amax / 32_512.0 + 1e-5;
+            if kind.two_planes() {
+                // NF4's levels rounded to 1/4095 of the scale (max |w| is the largest scale).
+                let wmax = w.iter().fold(0f64, |a, &v| a.max(f64::from(v).abs()));
+                bound += x.iter().map(|&v| f64::from(v).abs()).sum::<f64>() * wmax * 0.5 / 4095.0 * 1.01;
+            }
             let got = f64::from(dot_ref(kind, &row, &xq));
             assert!(
                 (got - exact).abs() <= bound,
