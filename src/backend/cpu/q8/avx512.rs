@@ -188,11 +188,10 @@ unsafe fn decode<const K: u8>(p: *const u8, c: usize) -> WRegs {
         let u16_at = |b: *const u8, at: usize| u32::from(b.add(at).cast::<u16>().read_unaligned());
         let u32_at = |b: *const u8, at: usize| b.add(at).cast::<u32>().read_unaligned();
         let pair = |off: usize| {
-            let t = _mm256_inserti128_si256::<1>(
+            _mm256_inserti128_si256::<1>(
                 _mm256_castsi128_si256(_mm_loadu_si128(b0.add(off).cast())),
                 _mm_loadu_si128(b1.add(off).cast()),
-            );
-            t
+            )
         };
         let nibbles = |t: __m256i| {
             let mask = _mm256_set1_epi8(0x0f);
