@@ -36,7 +36,7 @@ fn rewrite(g: &Gguf, meta: Option<(&str, Value)>, drop: Option<&str>) -> Gguf {
 }
 
 fn load_error(g: &Gguf) -> String {
-    match Llama::<Cpu>::load(&Cpu::new(), g) {
+    match Llama::<Cpu>::load(&Cpu::exact(), g) {
         Ok(_) => panic!("the model loaded"),
         Err(e) => e.to_string(),
     }

@@ -157,7 +157,7 @@ fn the_forward_pass_matches_a_float64_transformer_for_every_architecture() {
         let spec = TinySpec { arch, n_layers, n_heads: 4, n_kv_heads: 2, window: 4, rope_freqs, ..TinySpec::default() };
         let g = tiny_gguf(&spec);
         let expected = reference_logits(&g, &spec, &tokens);
-        let mut runner = Runner::load(Cpu::new(), &g, CacheLayout::plain(1, 64), 64).unwrap();
+        let mut runner = Runner::load(Cpu::exact(), &g, CacheLayout::plain(1, 64), 64).unwrap();
         let seq = runner.cache.add_seq();
         runner.forward(&Batch::sequence(seq, 0, &tokens, true)).unwrap();
         let mut worst = 0f64;

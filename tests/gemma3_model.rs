@@ -13,7 +13,7 @@ use ultra::model::{Batch, Runner};
 const LEN: usize = 560;
 
 fn last_logits(g: &Gguf, layout: CacheLayout, tokens: &[u32], chunks: &[usize]) -> Vec<f32> {
-    let mut runner = Runner::load(Cpu::new(), g, layout, 1024).unwrap();
+    let mut runner = Runner::load(Cpu::exact(), g, layout, 1024).unwrap();
     let seq = runner.cache.add_seq();
     let mut at = 0;
     for &end in chunks.iter().chain(&(chunks.last().unwrap() + 1..=tokens.len()).collect::<Vec<_>>()) {

@@ -48,7 +48,7 @@ fn gguf() -> &'static Gguf {
 }
 
 fn runner() -> Runner<Cpu> {
-    Runner::load(Cpu::new(), gguf(), CacheLayout::plain(1, 1024), 1024).unwrap()
+    Runner::load(Cpu::exact(), gguf(), CacheLayout::plain(1, 1024), 1024).unwrap()
 }
 
 fn list(key: &str) -> &'static [serde_json::Value] {

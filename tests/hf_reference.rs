@@ -54,7 +54,7 @@ fn log_softmax(logits: &[f32]) -> Vec<f64> {
 
 /// The largest |Δ log-prob| over each position's reference top 10.
 fn max_logprob_diff(g: &Gguf, refs: &serde_json::Value) -> f64 {
-    let mut runner = Runner::load(Cpu::new(), g, CacheLayout::plain(1, 64), 64).unwrap();
+    let mut runner = Runner::load(Cpu::exact(), g, CacheLayout::plain(1, 64), 64).unwrap();
     let mut worst = 0f64;
     for s in refs["sequences"].as_array().unwrap() {
         let tokens = ids(&s["ids"]);
@@ -115,7 +115,7 @@ fn greedy_decoding_matches_transformers() {
     for model in MODELS {
         let (g, refs) = (open(model), &reference(model)["greedy"]);
         let (prompt, want, gaps) = (ids(&refs["prompt_ids"]), ids(&refs["tokens"]), floats(&refs["top2_gap"]));
-        let mut runner = Runner::load(Cpu::new(), &g, CacheLayout::plain(1, 64), 64).unwrap();
+        let mut runner = Runner::load(Cpu::exact(), &g, CacheLayout::plain(1, 64), 64).unwrap();
         let seq = runner.cache.add_seq();
         let mut sampler = Sampler::new(SamplerConfig::default()).unwrap();
         let opts = GenerateOptions { max_tokens: want.len(), prefill_chunk: 4, eog: Vec::new() };

@@ -77,7 +77,7 @@ fn logits_greedy_and_tokens_match_the_gguf() {
         tg.encode("<|im_start|>user\nWhat is the capital of France?<|im_end|>\n<|im_start|>assistant\n", true).unwrap();
     let mut logits = Vec::new();
     for g in [&hf, &gguf] {
-        let mut runner = Runner::load(Cpu::new(), g, CacheLayout::plain(1, 128), 128).unwrap();
+        let mut runner = Runner::load(Cpu::exact(), g, CacheLayout::plain(1, 128), 128).unwrap();
         let seq = runner.cache.add_seq();
         let mut tokens = prompt.clone();
         let mut rows = Vec::new();

@@ -20,7 +20,7 @@ const CTX: usize = 128;
 
 fn ppl(path: &std::path::Path, tokens: &[u32]) -> f64 {
     let gguf = Gguf::open(path).unwrap();
-    let mut runner = Runner::load(Cpu::new(), &gguf, CacheLayout::plain(1, CTX), CTX).unwrap();
+    let mut runner = Runner::load(Cpu::exact(), &gguf, CacheLayout::plain(1, CTX), CTX).unwrap();
     perplexity(&mut runner, tokens, CTX, CTX, |_, _| {}).unwrap().ppl
 }
 

@@ -288,7 +288,7 @@ fn k_quant_mix_files_run_on_the_cpu_as_their_dequantized_weights() {
         let f32_model = Gguf::parse(std::sync::Arc::new(w.to_bytes())).unwrap();
 
         let logits = |g: &Gguf| {
-            let mut runner = Runner::load(Cpu::new(), g, CacheLayout::plain(1, 64), 64).unwrap();
+            let mut runner = Runner::load(Cpu::exact(), g, CacheLayout::plain(1, 64), 64).unwrap();
             let seq = runner.cache.add_seq();
             runner.forward(&Batch::sequence(seq, 0, &tokens, true)).unwrap();
             (0..tokens.len()).flat_map(|t| runner.logits(t).to_vec()).collect::<Vec<f32>>()

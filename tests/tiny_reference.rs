@@ -39,7 +39,7 @@ fn open(model: &str) -> Gguf {
 /// The largest |Δ| between the engine's logits and the reference's, over every position of every
 /// sequence.
 fn max_logit_diff(g: &Gguf, refs: &serde_json::Value) -> f64 {
-    let mut runner = Runner::load(Cpu::new(), g, CacheLayout::plain(1, 128), 128).unwrap();
+    let mut runner = Runner::load(Cpu::exact(), g, CacheLayout::plain(1, 128), 128).unwrap();
     let mut worst = 0f64;
     for s in refs["sequences"].as_array().unwrap() {
         let tokens = ids(&s["ids"]);
@@ -86,7 +86,7 @@ fn greedy_decoding_matches_transformers() {
     for model in ["qwen3", "llama3"] {
         let (g, refs) = (open(model), &reference(model)["greedy"]);
         let (prompt, want, gaps) = (ids(&refs["prompt_ids"]), ids(&refs["tokens"]), floats(&refs["top2_gap"]));
-        let mut runner = Runner::load(Cpu::new(), &g, CacheLayout::plain(1, 128), 128).unwrap();
+        let mut runner = Runner::load(Cpu::exact(), &g, CacheLayout::plain(1, 128), 128).unwrap();
         let seq = runner.cache.add_seq();
         let mut sampler = Sampler::new(SamplerConfig::default()).unwrap();
         let opts = GenerateOptions { max_tokens: want.len(), prefill_chunk: 5, eog: Vec::new() };

@@ -98,6 +98,30 @@ pub fn reference_runner<B: ultra::Backend>(backend: B, context: usize) -> ultra:
 
 /// Feeds `prompt ++ generated[..n-1]` as one batch; row s holds the logits of step s (the logits
 /// that chose `generated[s]`).
+/// teacher_forced, but the prompt in one batch and then each generated token in a batch of its
+/// own (the decode path: small-batch kernels such as the CPU's int8 GEMV or CUDA's).
+pub fn teacher_forced_by_step<B: ultra::Backend>(
+    runner: &mut ultra::model::Runner<B>,
+    prompt: &[u32],
+    generated: &[u32],
+) -> Vec<Vec<f32>> {
+    let seq = runner.cache.add_seq();
+    let mut batch = ultra::model::Batch::new();
+    for (pos, &t) in prompt.iter().enumerate() {
+        batch.push(t, seq, pos, pos + 1 == prompt.len());
+    }
+    runner.forward(&batch).unwrap();
+    let mut rows = vec![runner.logits(0).to_vec()];
+    for (s, &t) in generated[..generated.len() - 1].iter().enumerate() {
+        let mut batch = ultra::model::Batch::new();
+        batch.push(t, seq, prompt.len() + s, true);
+        runner.forward(&batch).unwrap();
+        rows.push(runner.logits(0).to_vec());
+    }
+    runner.cache.remove_seq(seq).unwrap();
+    rows
+}
+
 pub fn teacher_forced<B: ultra::Backend>(
     runner: &mut ultra::model::Runner<B>,
     prompt: &[u32],

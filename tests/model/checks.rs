@@ -8,7 +8,9 @@ use ultra::generate::{GenerateOptions, generate, perplexity};
 use ultra::model::{Batch, Runner};
 use ultra::{Backend, Cpu};
 
-use crate::common::{floats, greedy_cases, ids, load_json, reference_runner, teacher_forced, top2};
+use crate::common::{
+    floats, greedy_cases, ids, load_json, reference_runner, teacher_forced, teacher_forced_by_step, top2,
+};
 use crate::tolerances::Profile;
 
 // The second model's checks, listed with these in main.rs.
@@ -54,7 +56,7 @@ pub fn teacher_forced_logits_match_the_references<B: Backend>(backend: B, profil
     let tol = profile.tol;
     let name_of_backend = backend.name();
     let mut runner = reference_runner(backend, CONTEXT);
-    let mut cpu = tol.logits_vs_cpu.map(|_| reference_runner(Cpu::new(), CONTEXT));
+    let mut cpu = tol.logits_vs_cpu.map(|_| reference_runner(Cpu::exact(), CONTEXT));
     let (mut worst_nmse, mut worst_abs, mut worst_llama, mut worst_f64) = (0f64, 0f64, 0f64, 0f64);
     for case in cases(profile) {
         let name = case["name"].as_str().unwrap();
@@ -63,7 +65,11 @@ pub fn teacher_forced_logits_match_the_references<B: Backend>(backend: B, profil
         let (gaps, chosen, logprobs) =
             (floats(&case["top2_gap"]), floats(&case["chosen_logits"]), floats(&case["logprobs"]));
         let f64_ref = &case["f64_reference"];
-        let logits = teacher_forced(&mut runner, &prompt, &generated);
+        let logits = if profile.by_step {
+            teacher_forced_by_step(&mut runner, &prompt, &generated)
+        } else {
+            teacher_forced(&mut runner, &prompt, &generated)
+        };
         let cpu_logits = cpu.as_mut().map(|cpu| teacher_forced(cpu, &prompt, &generated));
         for (s, row) in logits.iter().enumerate() {
             if let (Some(close), Some(want)) = (tol.logits_vs_cpu, &cpu_logits) {
@@ -131,7 +137,7 @@ pub fn teacher_forced_logits_match_the_references<B: Backend>(backend: B, profil
 pub fn greedy_ids_match_llama_cpp_and_the_cpu_until_a_near_tie<B: Backend>(backend: B, profile: &Profile) {
     let tol = profile.tol;
     let mut runner = reference_runner(backend, CONTEXT);
-    let mut cpu = tol.greedy_near_tie_cpu.map(|near_tie| (reference_runner(Cpu::new(), CONTEXT), near_tie));
+    let mut cpu = tol.greedy_near_tie_cpu.map(|near_tie| (reference_runner(Cpu::exact(), CONTEXT), near_tie));
     for case in cases(profile) {
         let name = case["name"].as_str().unwrap();
         let (prompt, expected, gaps) =
@@ -221,7 +227,7 @@ fn check_perplexity<B: Backend>(backend: B, profile: &Profile, ctx: usize) {
         );
     }
     if let Some(limit) = profile.tol.ppl_vs_cpu {
-        let want = perplexity(&mut reference_runner(Cpu::new(), ctx), tokens, ctx, ctx, |_, _| {}).unwrap();
+        let want = perplexity(&mut reference_runner(Cpu::exact(), ctx), tokens, ctx, ctx, |_, _| {}).unwrap();
         eprintln!("ctx {ctx}: cpu PPL {:.4}", want.ppl);
         assert!(
             (got.ppl / want.ppl - 1.0).abs() < limit,

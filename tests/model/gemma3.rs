@@ -13,7 +13,7 @@ use ultra::generate::sampler::{Sampler, SamplerConfig};
 use ultra::generate::{GenerateOptions, generate};
 
 use crate::checks::{first_difference, nmse};
-use crate::common::{gemma3_path, teacher_forced, top2};
+use crate::common::{gemma3_path, teacher_forced, teacher_forced_by_step, top2};
 use crate::tolerances::Profile;
 
 const CONTEXT: usize = 512;
@@ -56,7 +56,7 @@ fn greedy<B: Backend>(runner: &mut Runner<B>, prompt: &[u32], n: usize, eog: &[u
 pub fn gemma3_greedy_ids_match_the_cpu_until_a_near_tie<B: Backend>(backend: B, profile: &Profile) {
     let Some(near_tie) = profile.tol.greedy_near_tie_cpu else { return };
     let steps = profile.scale.steps.min(24);
-    let (mut runner, mut cpu) = (runner(backend), runner(Cpu::new()));
+    let (mut runner, mut cpu) = (runner(backend), runner(Cpu::exact()));
     let (cases, eog) = prompts(profile);
     for (text, prompt) in cases {
         let (got, want) = (greedy(&mut runner, &prompt, steps, &eog), greedy(&mut cpu, &prompt, steps, &eog));
@@ -84,13 +84,17 @@ pub fn gemma3_greedy_ids_match_the_cpu_until_a_near_tie<B: Backend>(backend: B, 
 pub fn gemma3_teacher_forced_logits_match_the_cpu<B: Backend>(backend: B, profile: &Profile) {
     let Some(close) = profile.tol.logits_vs_cpu else { return };
     let steps = profile.scale.steps.min(24);
-    let (mut runner, mut cpu) = (runner(backend), runner(Cpu::new()));
+    let (mut runner, mut cpu) = (runner(backend), runner(Cpu::exact()));
     let (mut worst_nmse, mut worst_abs) = (0f64, 0f64);
     let (cases, eog) = prompts(profile);
     for (text, prompt) in cases {
         let generated = greedy(&mut cpu, &prompt, steps, &eog);
         let want = teacher_forced(&mut cpu, &prompt, &generated);
-        let got = teacher_forced(&mut runner, &prompt, &generated);
+        let got = if profile.by_step {
+            teacher_forced_by_step(&mut runner, &prompt, &generated)
+        } else {
+            teacher_forced(&mut runner, &prompt, &generated)
+        };
         for (s, (row, want)) in got.iter().zip(&want).enumerate() {
             let (nmse, max_abs) = nmse(row, want);
             (worst_nmse, worst_abs) = (worst_nmse.max(nmse), worst_abs.max(max_abs));

@@ -37,12 +37,23 @@ macro_rules! model_suite {
 
 // The CPU alone is batch-invariant, so only it must give bit-identical logits when chunked; and
 // only it is held to llama.cpp's perplexity at ctx 512 (the GPUs are held to the CPU's at 128).
-model_suite!(cpu: ultra::Cpu, "cpu", "", Ok(ultra::Cpu::new()), tolerances::cpu, [
+model_suite!(cpu: ultra::Cpu, "cpu", "", Ok(ultra::Cpu::exact()), tolerances::cpu, [
     teacher_forced_logits_match_the_references,
     greedy_ids_match_llama_cpp_and_the_cpu_until_a_near_tie,
     chunked_prefill_and_decode_are_bit_identical_to_one_batch,
     perplexity_ctx_128_matches_the_references,
     perplexity_ctx_512_matches_the_references,
+]);
+
+// The default int8 path (portable code where the CPU lacks AVX-512 VNNI: the same bits), held
+// to the f32 CPU above. It is not chunk-invariant (int8 kernels up to 16 rows, the f32 tile above).
+model_suite!(cpu_int8: ultra::Cpu, "cpu", "", Ok(ultra::Cpu::with_activations(ultra::backend::cpu::Activations::Int8)), tolerances::cpu_int8, [
+    teacher_forced_logits_match_the_references,
+    greedy_ids_match_llama_cpp_and_the_cpu_until_a_near_tie,
+    perplexity_ctx_128_matches_the_references,
+    perplexity_ctx_512_matches_the_references,
+    gemma3_teacher_forced_logits_match_the_cpu,
+    gemma3_greedy_ids_match_the_cpu_until_a_near_tie,
 ]);
 
 #[cfg(feature = "wgpu")]

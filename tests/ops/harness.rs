@@ -204,7 +204,7 @@ pub fn check_family<B: Backend + 'static>(backend: &B, family: Family) {
                 };
             }
             let result = result.map_err(|err| format!("backend error: {err}"));
-            let tolerance = cases::tolerance_on(backend.name(), f16, case);
+            let tolerance = cases::tolerance_on(tolerance_name(backend), f16, case);
             let checked = result.and_then(|(expected, actual)| compare(tolerance, &expected, &actual));
             checked.err().map(|err| format!("{name} [{}]: {err}", case.why))
         })
@@ -219,6 +219,14 @@ pub fn check_family<B: Backend + 'static>(backend: &B, family: Family) {
 }
 
 /// Whether `backend` is a wgpu backend computing in f16 (its op tolerances differ).
+/// The name tolerance_on knows the backend by: the CPU's int8 path is `cpu_int8`.
+fn tolerance_name<B: Backend + 'static>(backend: &B) -> &'static str {
+    match (backend as &dyn std::any::Any).downcast_ref::<ultra::Cpu>() {
+        Some(cpu) if cpu.activations() == ultra::backend::cpu::Activations::Int8 => "cpu_int8",
+        _ => backend.name(),
+    }
+}
+
 fn uses_f16<B: Backend + 'static>(backend: &B) -> bool {
     #[cfg(feature = "wgpu")]
     if let Some(w) = (backend as &dyn std::any::Any).downcast_ref::<ultra::Wgpu>() {

@@ -21,7 +21,7 @@ use crate::quant::Format;
 
 use super::buffer::{CpuWeight, f32s, f32s_mut, weight_storage};
 use super::dequant::dequantize_row_fast;
-use super::{Cpu, simd};
+use super::{Activations, Cpu, q8, simd};
 #[cfg(target_arch = "x86_64")]
 use super::{avx512, intn, kquant};
 
@@ -35,6 +35,13 @@ const TILE_N: usize = 32;
 #[cfg_attr(not(target_arch = "x86_64"), allow(dead_code))] // the fused kernels are AVX-512
 const FUSED_MAX_M: usize = 4;
 
+/// With int8 activations, the most rows that take the int8 kernels (decode, batches of up to 16
+/// rows, speculative verification of up to 15 drafts): above it the f32 tile path is faster, because
+/// the int8 path's per-block f32 work (two activation planes) costs more than the dequantized
+/// tile's FMAs once a tile is shared by many rows (benches/notes/cpu.md). So with int8, runs
+/// that differ only in how rows above this are batched (chunked prefill) are not bit-identical.
+pub(super) const INT8_MAX_M: usize = 16;
+
 /// 16 floats on a 64-byte boundary: scratch rows start on cache lines, so no SIMD load splits one.
 #[derive(Clone, Copy, bytemuck::Pod, bytemuck::Zeroable)]
 #[repr(C, align(64))]
@@ -46,7 +53,7 @@ thread_local! {
 }
 
 /// `dst` shared by the tasks; each task writes only its own columns.
-struct Columns {
+pub(super) struct Columns {
     ptr: *mut f32,
     len: usize,
 }
@@ -58,7 +65,7 @@ unsafe impl Sync for Columns {}
 impl Columns {
     /// # Safety
     /// No other thread may access element `i` while this call runs.
-    unsafe fn write(&self, i: usize, value: f32) {
+    pub(super) unsafe fn write(&self, i: usize, value: f32) {
         assert!(i < self.len, "matmul: output index out of range");
         // SAFETY: in bounds (checked above); exclusive per the caller's contract.
         unsafe { self.ptr.add(i).write(value) };
@@ -66,7 +73,7 @@ impl Columns {
 }
 
 /// See [`crate::Backend::matmul`].   x: [m, k]; w: [n, k]; dst: [m, n]
-pub fn matmul(x: &Tensor<Cpu>, w: &Weight<Cpu>, dst: &mut Tensor<Cpu>) -> Result<()> {
+pub fn matmul(x: &Tensor<Cpu>, w: &Weight<Cpu>, dst: &mut Tensor<Cpu>, activations: Activations) -> Result<()> {
     let op = "matmul";
     let storage = weight_storage(op, w)?;
     let (m, k, n) = (x.rows, w.cols, w.rows);
@@ -81,6 +88,15 @@ pub fn matmul(x: &Tensor<Cpu>, w: &Weight<Cpu>, dst: &mut Tensor<Cpu>) -> Result
         return Ok(());
     }
     let out = Columns { ptr: dst.as_mut_ptr(), len: dst.len() };
+    if let (Activations::Int8, Some(kind), true) = (activations, q8::Kind::of(storage.format()), m <= INT8_MAX_M) {
+        let xq = q8::quantize(x, m, k);
+        (0..n.div_ceil(TILE_N)).into_par_iter().for_each(|tile| {
+            let (n0, n1) = (tile * TILE_N, ((tile + 1) * TILE_N).min(n));
+            // SAFETY: this task is the only one writing columns n0..n1 of dst.
+            unsafe { q8::tile(storage, kind, &xq, m, n, n0..n1, &out) };
+        });
+        return Ok(());
+    }
     #[cfg(target_arch = "x86_64")]
     let fused = [avx512::handles, kquant::handles, intn::handles].iter().any(|h| h(storage.format()));
     #[cfg(target_arch = "x86_64")]

@@ -161,7 +161,7 @@ pub mod portable {
     }
 
     /// The fixed lane tree: (l, l+8) → (l, l+4) → (l, l+2) → (0, 1).
-    fn reduce(acc: [f32; LANES]) -> f32 {
+    pub fn reduce(acc: [f32; LANES]) -> f32 {
         let s8: [f32; 8] = std::array::from_fn(|l| acc[l] + acc[l + 8]);
         let s4: [f32; 4] = std::array::from_fn(|l| s8[l] + s8[l + 4]);
         let s2: [f32; 2] = std::array::from_fn(|l| s4[l] + s4[l + 2]);

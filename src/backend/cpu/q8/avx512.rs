@@ -1,0 +1,531 @@
+//! AVX-512 VNNI kernels of the int8 path, step for step reference.rs (mod.rs's numerics), so
+//! their bits equal the portable code's (tests below):
+//!
+//! - [`dot_rows`]: one quantized activation row against 1–4 weight rows, each chunk of two ggml
+//!   blocks decoded in registers into lane order (nibbles: one shift and two masks; Q5's fifth
+//!   bits: one masked byte add) and met by one `vpdpbusd` per activation plane (the decode
+//!   path, m < 4);
+//! - [`unpack_row`] + [`gemm`]: the tile's chunks decoded once into memory, then 4 × 4 blocks of
+//!   activation rows × weight rows, each chunk loaded once per block (the batched path).
+
+use std::arch::x86_64::*;
+use std::sync::LazyLock;
+
+use super::reference::nf4_planes;
+use super::reference::{step as step_ref, unpack_chunk};
+use super::{Code, Kind, Nibbles, WChunk, XChunk};
+use crate::backend::cpu::avx512::reduce;
+
+/// Whether this CPU runs these kernels (unless `ULTRA_CPU_DISABLE` turns AVX-512 off).
+pub static AVAILABLE: LazyLock<bool> = LazyLock::new(|| {
+    *crate::backend::cpu::avx512::AVAILABLE
+        && is_x86_feature_detected!("avx512bw")
+        && is_x86_feature_detected!("avx512vl")
+        && is_x86_feature_detected!("avx512vnni")
+        && is_x86_feature_detected!("avx512vbmi")
+});
+
+const Q4_0: u8 = 0;
+const Q4_1: u8 = 1;
+const Q5_0: u8 = 2;
+const Q5_1: u8 = 3;
+const Q8_0: u8 = 4;
+/// Tags 5.. are the 4-bit group-wise formats: 5 + 3·code + log2(G / 32).
+const fn nibbles_tag(n: Nibbles) -> u8 {
+    let code = match n.code {
+        Code::Int4 => 0,
+        Code::Nf4 => 1,
+        Code::Nf4Dq => 2,
+    };
+    let log2_group = match n.group {
+        32 => 0,
+        64 => 1,
+        _ => 2,
+    };
+    5 + 3 * code + log2_group
+}
+
+const fn kind_of(k: u8) -> Kind {
+    match k {
+        Q4_0 => Kind::Q4_0,
+        Q4_1 => Kind::Q4_1,
+        Q5_0 => Kind::Q5_0,
+        Q5_1 => Kind::Q5_1,
+        Q8_0 => Kind::Q8_0,
+        _ => {
+            let code = match (k - 5) / 3 {
+                0 => Code::Int4,
+                1 => Code::Nf4,
+                _ => Code::Nf4Dq,
+            };
+            Kind::Nibbles(Nibbles { code, group: 32 << ((k - 5) % 3) })
+        }
+    }
+}
+
+/// For a 4-bit format's byte t of [low nibbles of 32 data bytes, their high nibbles] (values 2j and
+/// 2j + 1 of the chunk), the chunk byte each goes to: chunk byte p holds value 32·half + at
+/// (reference.rs's `position`), found at t = (v % 2)·32 + v / 2.
+const INT4_ORDER: [u8; 64] = {
+    let mut order = [0u8; 64];
+    let mut p = 0;
+    while p < 64 {
+        let v = 32 * ((p / 16) % 2) + p % 16 + 16 * (p / 32);
+        order[p] = ((v % 2) * 32 + v / 2) as u8;
+        p += 1;
+    }
+    order
+};
+
+/// `$m!(TAG)` with the const tag of the 4-bit format `$n` (the nine of them).
+macro_rules! nibbles {
+    ($n:expr, $m:ident) => {
+        match nibbles_tag($n) {
+            5 => $m!(5),
+            6 => $m!(6),
+            7 => $m!(7),
+            8 => $m!(8),
+            9 => $m!(9),
+            10 => $m!(10),
+            11 => $m!(11),
+            12 => $m!(12),
+            _ => $m!(13),
+        }
+    };
+}
+
+/// One chunk of a weight row in registers: levels, d, m and z lanes (WChunk's fields).
+#[derive(Clone, Copy)]
+struct WRegs {
+    u: __m512i,
+    dw: __m512,
+    mw: __m512,
+    z: __m512i,
+    u2: __m512i,
+}
+
+/// One chunk of an activation row in registers, the offset correction already shifted.
+struct XRegs {
+    q: __m512i,
+    lo: __m512i,
+    sum: __m512i,
+    corr: __m512i,
+    dx: __m512,
+    s: __m512,
+}
+
+#[inline(always)]
+unsafe fn load_x<const K: u8>(x: &XChunk) -> XRegs {
+    // SAFETY: XChunk is 64-byte aligned and each field is 64 bytes.
+    unsafe {
+        let sum4 = _mm512_load_si512(x.sum4.as_ptr().cast());
+        let corr = match kind_of(K).offset_shift() {
+            Some(3) => _mm512_slli_epi32::<3>(sum4),
+            Some(4) => _mm512_slli_epi32::<4>(sum4),
+            Some(_) => _mm512_slli_epi32::<7>(sum4),
+            None => _mm512_setzero_si512(),
+        };
+        XRegs {
+            sum: sum4,
+            q: _mm512_load_si512(x.q.as_ptr().cast()),
+            lo: _mm512_load_si512(x.lo.as_ptr().cast()),
+            corr,
+            dx: _mm512_load_ps(x.dx.as_ptr()),
+            s: _mm512_load_ps(x.s.as_ptr()),
+        }
+    }
+}
+
+/// reference::step on registers.
+#[inline(always)]
+unsafe fn step<const K: u8>(acc: __m512, w: &WRegs, x: &XRegs) -> __m512 {
+    let WRegs { u, dw, mw, z, u2 } = *w;
+    // SAFETY: register arithmetic only (the caller has the features).
+    unsafe {
+        let hi = _mm512_dpbusd_epi32(_mm512_setzero_si512(), u, x.q);
+        let mut isum =
+            _mm512_add_epi32(_mm512_slli_epi32::<8>(hi), _mm512_dpbusd_epi32(_mm512_setzero_si512(), u, x.lo));
+        if kind_of(K).offset_shift().is_some() {
+            isum = _mm512_sub_epi32(isum, x.corr);
+        }
+        if kind_of(K).zero_point() {
+            isum = _mm512_sub_epi32(isum, _mm512_mullo_epi32(z, x.sum));
+        }
+        if kind_of(K).two_planes() {
+            let h = _mm512_slli_epi32::<5>(_mm512_sub_epi32(isum, _mm512_slli_epi32::<7>(x.sum)));
+            let l_hi = _mm512_slli_epi32::<8>(_mm512_dpbusd_epi32(_mm512_setzero_si512(), u2, x.q));
+            isum = _mm512_add_epi32(_mm512_add_epi32(h, l_hi), _mm512_dpbusd_epi32(_mm512_setzero_si512(), u2, x.lo));
+        }
+        let acc = _mm512_fmadd_ps(_mm512_cvtepi32_ps(isum), _mm512_mul_ps(dw, x.dx), acc);
+        if kind_of(K).has_min() { _mm512_fmadd_ps(mw, x.s, acc) } else { acc }
+    }
+}
+
+/// Lanes 0–3, 8–11 from element i of `v`, lanes 4–7, 12–15 from element j.
+#[inline(always)]
+unsafe fn spread(v: __m128, i: i32, j: i32) -> __m512 {
+    // SAFETY: register arithmetic only.
+    unsafe {
+        let idx = _mm512_setr_epi32(i, i, i, i, j, j, j, j, i, i, i, i, j, j, j, j);
+        _mm512_permutexvar_ps(idx, _mm512_castps128_ps512(v))
+    }
+}
+
+/// The levels (lane order), d, m and z lanes of chunk `c` of a row at `p`, all 64 values present.
+///
+/// # Safety
+/// Blocks 2c and 2c + 1 of format K exist at `p`.
+#[inline(always)]
+unsafe fn decode<const K: u8>(p: *const u8, c: usize) -> WRegs {
+    let bb = kind_of(K).block_bytes();
+    if let Kind::Nibbles(n) = kind_of(K) {
+        // SAFETY: the caller's contract (chunk c's values lie in the row).
+        return unsafe { decode_nibbles(p, c, n) };
+    }
+    // SAFETY: every read stays inside blocks 2c and 2c + 1 (offsets per reference.rs).
+    unsafe {
+        let (b0, b1) = (p.add(2 * c * bb), p.add((2 * c + 1) * bb));
+        let u16_at = |b: *const u8, at: usize| u32::from(b.add(at).cast::<u16>().read_unaligned());
+        let u32_at = |b: *const u8, at: usize| b.add(at).cast::<u32>().read_unaligned();
+        let pair = |off: usize| {
+            _mm256_inserti128_si256::<1>(
+                _mm256_castsi128_si256(_mm_loadu_si128(b0.add(off).cast())),
+                _mm_loadu_si128(b1.add(off).cast()),
+            )
+        };
+        let nibbles = |t: __m256i| {
+            let mask = _mm256_set1_epi8(0x0f);
+            let lo = _mm256_and_si256(t, mask);
+            let hi = _mm256_and_si256(_mm256_srli_epi16::<4>(t), mask);
+            _mm512_inserti64x4::<1>(_mm512_castsi256_si512(lo), hi)
+        };
+        let fifth_bits = |u: __m512i, at: usize| {
+            let (h0, h1) = (u64::from(u32_at(b0, at)), u64::from(u32_at(b1, at)));
+            let bits = (h0 & 0xffff) | (h1 & 0xffff) << 16 | (h0 >> 16) << 32 | (h1 >> 16) << 48;
+            _mm512_mask_add_epi8(u, bits, u, _mm512_set1_epi8(0x10))
+        };
+        let d_only = || {
+            let v = _mm_cvtph_ps(_mm_cvtsi32_si128((u16_at(b0, 0) | u16_at(b1, 0) << 16) as i32));
+            (spread(v, 0, 1), _mm512_setzero_ps())
+        };
+        let d_and_m = || {
+            let v = _mm_cvtph_ps(_mm_set_epi32(0, 0, u32_at(b1, 0) as i32, u32_at(b0, 0) as i32));
+            (spread(v, 0, 2), spread(v, 1, 3))
+        };
+        let (z, u2) = (_mm512_setzero_si512(), _mm512_setzero_si512());
+        match K {
+            Q4_0 => {
+                let (dw, mw) = d_only();
+                WRegs { u: nibbles(pair(2)), dw, mw, z, u2 }
+            }
+            Q4_1 => {
+                let (dw, mw) = d_and_m();
+                WRegs { u: nibbles(pair(4)), dw, mw, z, u2 }
+            }
+            Q5_0 => {
+                let (dw, mw) = d_only();
+                WRegs { u: fifth_bits(nibbles(pair(6)), 2), dw, mw, z, u2 }
+            }
+            Q5_1 => {
+                let (dw, mw) = d_and_m();
+                WRegs { u: fifth_bits(nibbles(pair(8)), 4), dw, mw, z, u2 }
+            }
+            _ => {
+                let (dw, mw) = d_only();
+                let lo = _mm512_castsi256_si512(pair(2));
+                let u = _mm512_inserti64x4::<1>(lo, pair(18));
+                WRegs { u: _mm512_xor_si512(u, _mm512_set1_epi8(-128)), dw, mw, z, u2 }
+            }
+        }
+    }
+}
+
+/// NF4's two level planes as byte tables for `vpermb` (codes 0..16 index the first 16 bytes).
+const NF4_TABLES: [[u8; 64]; 2] = {
+    let mut t = [[0u8; 64]; 2];
+    let mut q = 0;
+    while q < 64 {
+        let (h, l) = nf4_planes(q % 16);
+        (t[0][q], t[1][q]) = (h, l);
+        q += 1;
+    }
+    t
+};
+
+/// decode for the 4-bit group-wise formats: chunk c's 64 codes are 32 data bytes of one block
+/// (blocks of ≥ 64 values) or of two (INT4/NF4 at G = 32); one permute puts them in lane order;
+/// NF4 then looks each code's two level planes up with one permute each.
+///
+/// # Safety
+/// Chunk c's 64 values lie in the row at `p`.
+#[inline(always)]
+unsafe fn decode_nibbles(p: *const u8, c: usize, n: Nibbles) -> WRegs {
+    let kind = Kind::Nibbles(n);
+    let (len, bb) = (kind.block_len(), kind.block_bytes());
+    // SAFETY: every read stays inside the blocks holding values 64c..64c + 64.
+    unsafe {
+        let f16 = |b: *const u8| _mm_cvtph_ps(_mm_cvtsi32_si128(i32::from(b.cast::<u16>().read_unaligned())));
+        // The scale of value 64c + o's group and INT4's zero point, as f32 / i32 scalars.
+        let scale_of = |b: *const u8, o: usize| -> (f32, i32) {
+            let d = _mm_cvtss_f32(f16(b));
+            match n.code {
+                Code::Int4 => (d, i32::from(*b.add(2))),
+                Code::Nf4 => (d / 4095.0, 0),
+                Code::Nf4Dq => (d * f32::from(*b.add(2 + o / n.group)) / 4095.0, 0),
+            }
+        };
+        let (bytes, (s0, z0), (s1, z1)) = if len == 32 {
+            let (b0, b1) = (p.add(2 * c * bb), p.add((2 * c + 1) * bb));
+            let t = _mm256_inserti128_si256::<1>(
+                _mm256_castsi128_si256(_mm_loadu_si128(b0.add(4).cast())),
+                _mm_loadu_si128(b1.add(4).cast()),
+            );
+            (t, scale_of(b0, 0), scale_of(b1, 0))
+        } else {
+            let b = p.add((64 * c / len) * bb);
+            let o = 64 * c % len;
+            let t = _mm256_loadu_si256(b.add(4 + o / 2).cast());
+            (t, scale_of(b, o), scale_of(b, o + 32))
+        };
+        let mask = _mm256_set1_epi8(0x0f);
+        let lo = _mm256_and_si256(bytes, mask);
+        let hi = _mm256_and_si256(_mm256_srli_epi16::<4>(bytes), mask);
+        let t = _mm512_inserti64x4::<1>(_mm512_castsi256_si512(lo), hi);
+        let codes = _mm512_permutexvar_epi8(_mm512_loadu_si512(INT4_ORDER.as_ptr().cast()), t);
+        let dw = _mm512_setr_ps(s0, s0, s0, s0, s1, s1, s1, s1, s0, s0, s0, s0, s1, s1, s1, s1);
+        let z = _mm512_setr_epi32(z0, z0, z0, z0, z1, z1, z1, z1, z0, z0, z0, z0, z1, z1, z1, z1);
+        let (mw, zero) = (_mm512_setzero_ps(), _mm512_setzero_si512());
+        match n.code {
+            Code::Int4 => WRegs { u: codes, dw, mw, z, u2: zero },
+            Code::Nf4 | Code::Nf4Dq => {
+                let table = |i: usize| _mm512_loadu_si512(NF4_TABLES[i].as_ptr().cast());
+                let u = _mm512_permutexvar_epi8(codes, table(0));
+                WRegs { u, dw, mw, z: zero, u2: _mm512_permutexvar_epi8(codes, table(1)) }
+            }
+        }
+    }
+}
+
+/// reference::step for the last chunk when it holds one block.
+#[inline(always)]
+unsafe fn tail_step(kind: Kind, acc: __m512, w: &WChunk, x: &XChunk) -> __m512 {
+    let mut lanes = [0.0f32; 16];
+    // SAFETY: 16 floats each way.
+    unsafe { _mm512_storeu_ps(lanes.as_mut_ptr(), acc) };
+    step_ref(kind, &mut lanes, w, x);
+    // SAFETY: as above.
+    unsafe { _mm512_loadu_ps(lanes.as_ptr()) }
+}
+
+/// Blocks ahead of the one decoded that `dot_rows` asks the cache for.
+const PREFETCH_BLOCKS: usize = 8;
+
+/// [dot(x, row) for row in rows], each x chunk loaded once for all R rows.
+///
+/// # Safety
+/// The CPU has the features (AVAILABLE); each row holds the blocks of x.len() chunks' values
+/// (2·x.len() blocks, or one less).
+#[target_feature(enable = "avx512f,avx512bw,avx512vl,avx512vnni,avx512vbmi,f16c")]
+unsafe fn dot_rows_k<const K: u8, const R: usize>(rows: [&[u8]; R], x: &[XChunk]) -> [f32; R] {
+    let kind = kind_of(K);
+    let full = kind.row_values(rows[0].len()) / 64;
+    let mut acc = [_mm512_setzero_ps(); R];
+    for (c, xc) in x.iter().enumerate().take(full) {
+        // SAFETY: chunk c < full has both blocks in every row (the caller's contract).
+        unsafe {
+            let xr = load_x::<K>(xc);
+            for r in 0..R {
+                // Four rows' streams interleave: ask for each a few chunks ahead (a hint; an
+                // address past the row is never dereferenced).
+                let ahead = rows[r].as_ptr().wrapping_add((2 * c + PREFETCH_BLOCKS) * kind.block_bytes());
+                _mm_prefetch::<_MM_HINT_T0>(ahead.cast());
+                let w = decode::<K>(rows[r].as_ptr(), c);
+                acc[r] = step::<K>(acc[r], &w, &xr);
+            }
+        }
+    }
+    if let Some(xc) = x.get(full) {
+        for r in 0..R {
+            // SAFETY: register and array moves only.
+            acc[r] = unsafe { tail_step(kind, acc[r], &unpack_chunk(kind, rows[r], full), xc) };
+        }
+    }
+    acc.map(|v| reduce(v))
+}
+
+/// out[r] = dot_ref(kind, rows[r], x) for 1–4 rows, bit for bit. Panics unless AVAILABLE and
+/// every row holds whole blocks for x.len() chunks.
+pub fn dot_rows(kind: Kind, rows: &[&[u8]], x: &[XChunk], out: &mut [f32]) {
+    assert!(*AVAILABLE && (1..=4).contains(&rows.len()) && out.len() == rows.len());
+    assert!(kind.row_values(rows[0].len()).div_ceil(64) == x.len(), "dot_rows: row and activation lengths");
+    for row in rows {
+        assert_eq!(row.len(), rows[0].len(), "dot_rows: row lengths");
+    }
+    let p = |i: usize| rows[i.min(rows.len() - 1)];
+    macro_rules! run {
+        ($k:expr) => {
+            // SAFETY: AVAILABLE and the lengths are checked above.
+            unsafe {
+                if rows.len() == 4 {
+                    out.copy_from_slice(&dot_rows_k::<{ $k }, 4>([p(0), p(1), p(2), p(3)], x));
+                } else {
+                    for (i, o) in out.iter_mut().enumerate() {
+                        *o = dot_rows_k::<{ $k }, 1>([p(i)], x)[0];
+                    }
+                }
+            }
+        };
+    }
+    match kind {
+        Kind::Q4_0 => run!(Q4_0),
+        Kind::Q4_1 => run!(Q4_1),
+        Kind::Q5_0 => run!(Q5_0),
+        Kind::Q5_1 => run!(Q5_1),
+        Kind::Q8_0 => run!(Q8_0),
+        Kind::Nibbles(n) => nibbles!(n, run),
+    }
+}
+
+#[target_feature(enable = "avx512f,avx512bw,avx512vl,avx512vnni,avx512vbmi,f16c")]
+unsafe fn unpack_row_k<const K: u8>(row: &[u8], dst: &mut [WChunk]) {
+    let kind = kind_of(K);
+    let full = kind.row_values(row.len()) / 64;
+    for (c, w) in dst.iter_mut().enumerate() {
+        if c >= full {
+            *w = unpack_chunk(kind, row, c);
+            continue;
+        }
+        // SAFETY: chunk c < full has both blocks; WChunk's fields are 64 aligned bytes each.
+        unsafe {
+            let r = decode::<K>(row.as_ptr(), c);
+            _mm512_store_si512(w.u.as_mut_ptr().cast(), r.u);
+            _mm512_store_ps(w.dw.as_mut_ptr(), r.dw);
+            _mm512_store_ps(w.mw.as_mut_ptr(), r.mw);
+            _mm512_store_si512(w.z.as_mut_ptr().cast(), r.z);
+            _mm512_store_si512(w.u2.as_mut_ptr().cast(), r.u2);
+        }
+    }
+}
+
+/// dst = unpack_chunk(kind, row, c) for every chunk c < dst.len(). Panics unless AVAILABLE and
+/// the row holds the blocks of dst.len() chunks.
+pub fn unpack_row(kind: Kind, row: &[u8], dst: &mut [WChunk]) {
+    assert!(*AVAILABLE && kind.row_values(row.len()).div_ceil(64) == dst.len(), "unpack_row: lengths");
+    match kind {
+        // SAFETY: AVAILABLE and the lengths are checked above.
+        Kind::Q4_0 => unsafe { unpack_row_k::<Q4_0>(row, dst) },
+        Kind::Q4_1 => unsafe { unpack_row_k::<Q4_1>(row, dst) },
+        Kind::Q5_0 => unsafe { unpack_row_k::<Q5_0>(row, dst) },
+        Kind::Q5_1 => unsafe { unpack_row_k::<Q5_1>(row, dst) },
+        Kind::Q8_0 => unsafe { unpack_row_k::<Q8_0>(row, dst) },
+        Kind::Nibbles(n) => {
+            macro_rules! go {
+                ($k:expr) => {
+                    // SAFETY: AVAILABLE and the lengths are checked above.
+                    unsafe { unpack_row_k::<{ $k }>(row, dst) }
+                };
+            }
+            nibbles!(n, go)
+        }
+    }
+}
+
+/// The I × J dots of activation rows i0.. and tile rows j0.., each over c chunks.
+///
+/// # Safety
+/// The CPU has the features; x holds rows i0..i0 + I and the tile rows j0..j0 + J, c chunks each.
+#[target_feature(enable = "avx512f,avx512bw,avx512vl,avx512vnni,avx512vbmi,f16c")]
+unsafe fn block<const K: u8, const I: usize, const J: usize>(
+    tile: &[WChunk],
+    x: &[XChunk],
+    c: usize,
+    i0: usize,
+    j0: usize,
+) -> [[f32; J]; I] {
+    let mut acc = [[_mm512_setzero_ps(); J]; I];
+    for ch in 0..c {
+        // SAFETY: indices within the rows the caller vouches for; the chunks are 64-byte aligned.
+        unsafe {
+            let xr: [XRegs; I] = std::array::from_fn(|i| load_x::<K>(&x[(i0 + i) * c + ch]));
+            for j in 0..J {
+                let t = &tile[(j0 + j) * c + ch];
+                let w = WRegs {
+                    u: _mm512_load_si512(t.u.as_ptr().cast()),
+                    dw: _mm512_load_ps(t.dw.as_ptr()),
+                    mw: _mm512_load_ps(t.mw.as_ptr()),
+                    z: _mm512_load_si512(t.z.as_ptr().cast()),
+                    u2: _mm512_load_si512(t.u2.as_ptr().cast()),
+                };
+                for i in 0..I {
+                    acc[i][j] = step::<K>(acc[i][j], &w, &xr[i]);
+                }
+            }
+        }
+    }
+    let mut out = [[0.0f32; J]; I];
+    for i in 0..I {
+        for j in 0..J {
+            out[i][j] = reduce(acc[i][j]);
+        }
+    }
+    out
+}
+
+#[target_feature(enable = "avx512f,avx512bw,avx512vl,avx512vnni,avx512vbmi,f16c")]
+unsafe fn gemm_k<const K: u8>(tile: &[WChunk], x: &[XChunk], c: usize, mut write: impl FnMut(usize, usize, f32)) {
+    let (m, n) = (x.len() / c, tile.len() / c);
+    let mut emit = |i0: usize, j0: usize, v: &[&[f32]]| {
+        for (i, row) in v.iter().enumerate() {
+            for (j, &value) in row.iter().enumerate() {
+                write(i0 + i, j0 + j, value);
+            }
+        }
+    };
+    let (m4, n4) = (m / 4 * 4, n / 4 * 4);
+    // SAFETY: every block's rows are < m and < n (the loop bounds); the caller has the features.
+    unsafe {
+        for i0 in (0..m4).step_by(4) {
+            for j0 in (0..n4).step_by(4) {
+                let v = block::<K, 4, 4>(tile, x, c, i0, j0);
+                emit(i0, j0, &v.each_ref().map(|r| &r[..]));
+            }
+            for j0 in n4..n {
+                let v = block::<K, 4, 1>(tile, x, c, i0, j0);
+                emit(i0, j0, &v.each_ref().map(|r| &r[..]));
+            }
+        }
+        for i0 in m4..m {
+            for j0 in (0..n4).step_by(4) {
+                let v = block::<K, 1, 4>(tile, x, c, i0, j0);
+                emit(i0, j0, &[&v[0][..]]);
+            }
+            for j0 in n4..n {
+                let v = block::<K, 1, 1>(tile, x, c, i0, j0);
+                emit(i0, j0, &[&v[0][..]]);
+            }
+        }
+    }
+}
+
+/// write(i, r, dot_ref of activation row i and tile row r) for every pair. Panics unless
+/// AVAILABLE and both x and tile hold whole rows of c chunks.
+pub fn gemm(kind: Kind, tile: &[WChunk], x: &[XChunk], c: usize, write: impl FnMut(usize, usize, f32)) {
+    assert!(*AVAILABLE && c > 0 && x.len().is_multiple_of(c) && tile.len().is_multiple_of(c), "gemm: lengths");
+    match kind {
+        // SAFETY: AVAILABLE and the lengths are checked above.
+        Kind::Q4_0 => unsafe { gemm_k::<Q4_0>(tile, x, c, write) },
+        Kind::Q4_1 => unsafe { gemm_k::<Q4_1>(tile, x, c, write) },
+        Kind::Q5_0 => unsafe { gemm_k::<Q5_0>(tile, x, c, write) },
+        Kind::Q5_1 => unsafe { gemm_k::<Q5_1>(tile, x, c, write) },
+        Kind::Q8_0 => unsafe { gemm_k::<Q8_0>(tile, x, c, write) },
+        Kind::Nibbles(n) => {
+            macro_rules! go {
+                ($k:expr) => {
+                    // SAFETY: AVAILABLE and the lengths are checked above.
+                    unsafe { gemm_k::<{ $k }>(tile, x, c, write) }
+                };
+            }
+            nibbles!(n, go)
+        }
+    }
+}

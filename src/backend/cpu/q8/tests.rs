@@ -1,0 +1,146 @@
+//! The int8 path against its definition (reference.rs) bit for bit, and against the f64 dot of
+//! the dequantized weights within its stated error.
+
+use super::*;
+use crate::quant::dequantize_row;
+use crate::quant::intn::{Group, Intn, Scheme};
+
+fn noise(state: &mut u64) -> u64 {
+    *state ^= *state << 13;
+    *state ^= *state >> 7;
+    *state ^= *state << 17;
+    *state
+}
+
+/// A row of `blocks` random blocks of `format` with finite scales of either sign.
+fn random_row(format: Format, values: usize, state: &mut u64) -> Vec<u8> {
+    let blocks = values / format.block_len();
+    let mut bytes: Vec<u8> = (0..blocks * format.block_bytes()).map(|_| noise(state) as u8).collect();
+    let mins = matches!(format, Format::Q4_1 | Format::Q5_1);
+    for b in bytes.chunks_exact_mut(format.block_bytes()) {
+        let scale = |state: &mut u64| half::f16::from_f32((noise(state) % 2000) as f32 / 1e5 - 0.01).to_le_bytes();
+        b[..2].copy_from_slice(&scale(state));
+        if mins {
+            b[2..4].copy_from_slice(&scale(state));
+        }
+        match format {
+            Format::Intn(f) if f.scheme == Scheme::Int4 => (b[2], b[3]) = ((noise(state) % 16) as u8, 0), // z, pad
+            Format::Intn(f) if f.scheme == Scheme::Nf4 => (b[2], b[3]) = (0, 0),                          // pad
+            Format::Intn(_) => (b[2], b[3]) = (noise(state) as u8, noise(state) as u8),                   // c0, c1
+            _ => {}
+        }
+    }
+    bytes
+}
+
+fn random_x(k: usize, state: &mut u64) -> Vec<f32> {
+    (0..k).map(|_| (noise(state) % 20001) as f32 / 10000.0 - 1.0).collect()
+}
+
+fn formats() -> Vec<Format> {
+    let nibbles = [Scheme::Int4, Scheme::Nf4, Scheme::Nf4Dq]
+        .into_iter()
+        .flat_map(|scheme| Group::ALL.map(|group| Format::Intn(Intn { scheme, group })));
+    [Format::Q4_0, Format::Q4_1, Format::Q5_0, Format::Q5_1, Format::Q8_0].into_iter().chain(nibbles).collect()
+}
+
+#[test]
+fn unpacked_levels_are_the_dequantized_values() {
+    let mut state = 0x1234_5678_9abc_def1;
+    for format in formats() {
+        let kind = Kind::of(format).unwrap();
+        let row = random_row(format, 384, &mut state);
+        let mut want = vec![0.0f32; 384];
+        dequantize_row(format, &row, &mut want);
+        for c in 0..6 {
+            let w = unpack_chunk(kind, &row, c);
+            for p in 0..64 {
+                let (half, at) = ((p / 16) % 2, p % 16 + 16 * (p / 32));
+                let l = p / 4;
+                let want = want[(2 * c + half) * 32 + at];
+                if kind.two_planes() {
+                    // NF4: the level rounded to 1/4095 of the scale (dw = scale / 4095).
+                    let level = 32 * (i32::from(w.u[p]) - 128) + i32::from(w.u2[p]);
+                    let err = (f64::from(level) * f64::from(w.dw[l]) - f64::from(want)).abs();
+                    let limit = 0.5 * f64::from(w.dw[l]).abs() * 1.001 + 1e-12;
+                    assert!(err <= limit, "{} chunk {c} byte {p}: {err}", format.name());
+                    continue;
+                }
+                let u = i32::from(w.u[p]) - kind.offset_shift().map_or(0, |s| 1 << s) - w.z[l];
+                let v = if kind.has_min() { (u as f32) * w.dw[l] + w.mw[l] } else { u as f32 * w.dw[l] };
+                assert_eq!(v.to_bits(), want.to_bits(), "{} chunk {c} byte {p}", format.name());
+            }
+        }
+    }
+}
+
+#[test]
+fn the_int8_dot_is_within_its_bound_of_the_f64_dot() {
+    let mut state = 0x0fed_cba9_8765_4321;
+    for format in formats() {
+        let kind = Kind::of(format).unwrap();
+        for blocks in [1, 2, 7, 18] {
+            let k = (blocks * 32usize).next_multiple_of(format.block_len());
+            let (row, x) = (random_row(format, k, &mut state), random_x(k, &mut state));
+            let mut w = vec![0.0f32; k];
+            dequantize_row(format, &row, &mut w);
+            let mut xq = vec![XChunk::ZERO; chunks(k)];
+            quantize_row(&x, &mut xq);
+            let exact: f64 = w.iter().zip(&x).map(|(&a, &b)| f64::from(a) * f64::from(b)).sum();
+            // Each x moves by at most a step of its fine plane (max|x| / 32,512), the f32 sums add ~1e-6.
+            let amax = x.iter().fold(0f64, |a, &v| a.max(f64::from(v).abs()));
+            let mut bound: f64 = w.iter().map(|&a| f64::from(a).abs()).sum::<f64>() * amax / 32_512.0 + 1e-5;
+            if kind.two_planes() {
+                // NF4's levels rounded to 1/4095 of the scale (max |w| is the largest scale).
+                let wmax = w.iter().fold(0f64, |a, &v| a.max(f64::from(v).abs()));
+                bound += x.iter().map(|&v| f64::from(v).abs()).sum::<f64>() * wmax * 0.5 / 4095.0 * 1.01;
+            }
+            let got = f64::from(dot_ref(kind, &row, &xq));
+            assert!(
+                (got - exact).abs() <= bound,
+                "{} blocks {blocks}: {got} vs {exact} (bound {bound})",
+                format.name()
+            );
+        }
+    }
+}
+
+#[cfg(target_arch = "x86_64")]
+#[test]
+fn the_avx512_kernels_equal_the_reference_bit_for_bit() {
+    if !fast() {
+        eprintln!("SKIPPED: this CPU has no AVX-512 VNNI (the portable path is the reference itself)");
+        return;
+    }
+    let mut state = 0x5555_aaaa_3333_cccc;
+    for format in formats() {
+        let kind = Kind::of(format).unwrap();
+        for blocks in [1, 2, 3, 18, 48] {
+            let k = (blocks * 32usize).next_multiple_of(format.block_len());
+            let rows: Vec<Vec<u8>> = (0..6).map(|_| random_row(format, k, &mut state)).collect();
+            let m = 5;
+            let x: Vec<f32> = (0..m).flat_map(|_| random_x(k, &mut state)).collect();
+            let xq = quantize(&x, m, k);
+            let c = chunks(k);
+            let want: Vec<Vec<u32>> = (0..m)
+                .map(|i| rows.iter().map(|r| dot_ref(kind, r, &xq[i * c..(i + 1) * c]).to_bits()).collect())
+                .collect();
+            for i in 0..m {
+                for n in 1..=4 {
+                    let refs: Vec<&[u8]> = rows[..n].iter().map(|r| &r[..]).collect();
+                    let mut out = vec![0.0f32; n];
+                    avx512::dot_rows(kind, &refs, &xq[i * c..(i + 1) * c], &mut out);
+                    let bits: Vec<u32> = out.iter().map(|v| v.to_bits()).collect();
+                    assert_eq!(bits, want[i][..n], "{} dot_rows k {k} row {i} n {n}", format.name());
+                }
+            }
+            let mut tile = vec![WChunk::ZERO; rows.len() * c];
+            for (dst, r) in tile.chunks_mut(c).zip(&rows) {
+                avx512::unpack_row(kind, r, dst);
+            }
+            let mut got = vec![vec![0u32; rows.len()]; m];
+            avx512::gemm(kind, &tile, &xq, c, |i, r, v| got[i][r] = v.to_bits());
+            assert_eq!(got, want, "{} gemm k {k}", format.name());
+        }
+    }
+}
