@@ -10,6 +10,7 @@ pub mod error;
 pub mod fetch;
 pub mod generate;
 pub mod gguf;
+pub mod gptq;
 pub mod hf;
 pub mod kv_cache;
 pub mod model;

@@ -1,7 +1,7 @@
 //! `ultra quantize`: a GGUF file's matrices in another format (`quant::target` decides which
 //! tensor gets which), written as GGUF: ggml's formats with their standard type ids, so
 //! llama.cpp reads the file; ours with type ids from 1000 and `ultra.quant.version`. Our formats
-//! are quantized by GPTQ (`quant::gptq`) on a calibration run of the source model
+//! are quantized by GPTQ (`gptq`) on a calibration run of the source model
 //! (`model::calibrate`) where `target::gptq_by_default` says so (or everywhere with
 //! `--calibrate-all`, nowhere with `--no-calibrate`), else rounded to nearest; ggml's formats by
 //! their own quantizers.
@@ -16,11 +16,12 @@ use indicatif::{ProgressBar, ProgressStyle};
 
 use super::ModelArgs;
 use ultra::gguf::{GgufWriter, Value};
+use ultra::gptq::convert_calibrated;
 use ultra::model::Config;
 use ultra::model::calibrate::{self, Calibration};
 use ultra::quant::intn::{VERSION, VERSION_KEY};
 use ultra::quant::kquant::mix::MixModel;
-use ultra::quant::target::{DEFAULT_KEEP, ROLES, Target, bits_per_weight, convert_calibrated, gptq_by_default};
+use ultra::quant::target::{DEFAULT_KEEP, ROLES, Target, bits_per_weight, gptq_by_default};
 
 #[derive(Args, Clone, Debug)]
 pub struct QuantizeArgs {

@@ -1,4 +1,4 @@
-//! GPTQ's calibration (`quant::gptq`): the model run on a text on the CPU backend, with
+//! GPTQ's calibration (`gptq`): the model run on a text on the CPU backend, with
 //! `Runner::forward_observed` handing each layer's matmul inputs to an accumulator of Σ xᵀx per
 //! input, which the matrices fed by that input share (q, k, v; gate, up).
 //!
@@ -13,9 +13,9 @@ use crate::Cpu;
 use crate::backend::Backend;
 use crate::error::{Error, Result};
 use crate::gguf::Gguf;
+use crate::gptq::Hessian;
 use crate::kv_cache::CacheLayout;
 use crate::model::{Batch, MatmulInput, Runner};
-use crate::quant::gptq::Hessian;
 use crate::tokenizer::Tokenizer;
 
 /// The bundled calibration text (module doc).

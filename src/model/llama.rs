@@ -63,7 +63,7 @@ impl<B: Backend> Llama<B> {
     }
 
     /// `forward`, handing each layer's matmul inputs to `observe` once they are computed (the
-    /// calibration of `quant::gptq` reads them). `FfnDown` is `a.hidden_ff` after the fused
+    /// calibration of `gptq` reads them). `FfnDown` is `a.hidden_ff` after the fused
     /// `silu_mul_matmul`: the CPU backend writes it, a GPU backend's fused path may not.
     pub fn forward_observed(
         &self,

@@ -287,7 +287,6 @@ pub const fn ggml_type_name(id: u32) -> &'static str {
 }
 
 mod dequant;
-pub mod gptq;
 pub mod intn;
 pub mod kquant;
 mod quantize;

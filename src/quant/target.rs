@@ -18,7 +18,6 @@
 
 use rayon::prelude::*;
 
-use super::gptq::{self, Hessian};
 use super::intn::{Group, Intn, Scheme};
 use super::kquant::mix::{Mix, MixModel, fallback};
 use super::{Format, dequantize_row, quantize_row_into};
@@ -206,24 +205,4 @@ pub fn convert(from: Format, bytes: &[u8], rows: usize, cols: usize, to: Format)
 /// (nf4 G128 +28% vs +37%). From a float source every group-wise target takes GPTQ.
 pub fn gptq_by_default(source: Format, to: Intn) -> bool {
     !(source.is_quantized() && matches!(to.scheme, Scheme::Int8 | Scheme::Int4 | Scheme::Int2))
-}
-
-/// `convert`, by GPTQ under calibration statistic `h` where `to` is one of our formats and the
-/// bytes change (`quant::gptq`); as `convert` otherwise.
-pub fn convert_calibrated(
-    from: Format,
-    bytes: &[u8],
-    rows: usize,
-    cols: usize,
-    to: Format,
-    h: Option<&Hessian>,
-) -> Result<Vec<u8>> {
-    let (Format::Intn(f), Some(h)) = (to, h) else { return convert(from, bytes, rows, cols, to) };
-    let src_row = from.row_bytes(cols)?;
-    if from == to || cols == 0 || bytes.len() != rows * src_row {
-        return convert(from, bytes, rows, cols, to);
-    }
-    let mut w = vec![0f32; rows * cols];
-    w.par_chunks_mut(cols).zip(bytes.par_chunks(src_row)).for_each(|(dst, src)| dequantize_row(from, src, dst));
-    gptq::quantize(f, &mut w, rows, cols, h)
 }

@@ -20,6 +20,7 @@ use crate::error::Result;
 use crate::quant::Format;
 
 use super::buffer::{CpuWeight, f32s, f32s_mut, weight_storage};
+use super::columns::Columns;
 use super::dequant::dequantize_row_fast;
 use super::{Activations, Cpu, q8, simd};
 #[cfg(target_arch = "x86_64")]
@@ -52,26 +53,6 @@ thread_local! {
     static SCRATCH: RefCell<Vec<Line>> = const { RefCell::new(Vec::new()) };
 }
 
-/// `dst` shared by the tasks; each task writes only its own columns.
-pub(super) struct Columns {
-    ptr: *mut f32,
-    len: usize,
-}
-
-// SAFETY: tasks write disjoint elements (distinct column tiles), and `dst` outlives the parallel
-// loop that uses this handle (the loop finishes before `matmul` returns).
-unsafe impl Sync for Columns {}
-
-impl Columns {
-    /// # Safety
-    /// No other thread may access element `i` while this call runs.
-    pub(super) unsafe fn write(&self, i: usize, value: f32) {
-        assert!(i < self.len, "matmul: output index out of range");
-        // SAFETY: in bounds (checked above); exclusive per the caller's contract.
-        unsafe { self.ptr.add(i).write(value) };
-    }
-}
-
 /// See [`crate::Backend::matmul`].   x: [m, k]; w: [n, k]; dst: [m, n]
 pub fn matmul(x: &Tensor<Cpu>, w: &Weight<Cpu>, dst: &mut Tensor<Cpu>, activations: Activations) -> Result<()> {
     let op = "matmul";
@@ -87,7 +68,7 @@ pub fn matmul(x: &Tensor<Cpu>, w: &Weight<Cpu>, dst: &mut Tensor<Cpu>, activatio
         dst.fill(0.0);
         return Ok(());
     }
-    let out = Columns { ptr: dst.as_mut_ptr(), len: dst.len() };
+    let out = Columns::new(dst);
     if let (Activations::Int8, Some(kind), true) = (activations, q8::Kind::of(storage.format()), m <= INT8_MAX_M) {
         let xq = q8::quantize(x, m, k);
         (0..n.div_ceil(TILE_N)).into_par_iter().for_each(|tile| {

@@ -6,6 +6,7 @@ mod attention;
 #[cfg(target_arch = "x86_64")]
 mod avx512;
 mod buffer;
+mod columns;
 mod dequant;
 mod elementwise;
 mod embed;

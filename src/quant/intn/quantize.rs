@@ -95,7 +95,7 @@ pub fn quantize_block_row(f: Intn, src: &[f32], dst: &mut [u8]) {
 
 /// The code `quantize_block_row` gives value `x` at index `i` of a block once the block's header
 /// is chosen, and the value that code decodes to (what `dequantize_block_row` reads back). GPTQ
-/// (`quant::gptq`) fixes the header at a block's start and then rounds its values one at a time.
+/// (`gptq`) fixes the header at a block's start and then rounds its values one at a time.
 pub fn code_under_header(f: Intn, header: &[u8], i: usize, x: f32) -> (u8, f32) {
     let d = f16::from_le_bytes([header[0], header[1]]).to_f32();
     match f.scheme {

@@ -39,7 +39,7 @@ use std::cell::RefCell;
 use rayon::prelude::*;
 
 use super::buffer::CpuWeight;
-use super::matmul::Columns;
+use super::columns::Columns;
 use crate::quant::Format;
 
 #[cfg(test)]

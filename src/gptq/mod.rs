@@ -27,9 +27,11 @@ pub use hessian::Hessian;
 
 use rayon::prelude::*;
 
-use super::intn::{HEADER_BYTES, Intn, code_under_header, pack_block, quantize_block_row};
+use crate::quant::{Format, dequantize_row, target};
+
 use crate::backend::cpu::simd::axpy;
 use crate::error::{Error, Result};
+use crate::quant::intn::{HEADER_BYTES, Intn, code_under_header, pack_block, quantize_block_row};
 
 /// GPTQ's relative damping of H (`percdamp` = 0.01).
 pub const DAMP: f64 = 0.01;
@@ -116,3 +118,23 @@ pub fn quantize_with_factor(f: Intn, w: &mut [f32], cols: usize, u: &[f32]) -> V
 
 #[cfg(test)]
 mod tests;
+
+/// `convert`, by GPTQ under calibration statistic `h` where `to` is one of our formats and the
+/// bytes change (this module); as `quant::target::convert` otherwise.
+pub fn convert_calibrated(
+    from: Format,
+    bytes: &[u8],
+    rows: usize,
+    cols: usize,
+    to: Format,
+    h: Option<&Hessian>,
+) -> Result<Vec<u8>> {
+    let (Format::Intn(f), Some(h)) = (to, h) else { return target::convert(from, bytes, rows, cols, to) };
+    let src_row = from.row_bytes(cols)?;
+    if from == to || cols == 0 || bytes.len() != rows * src_row {
+        return target::convert(from, bytes, rows, cols, to);
+    }
+    let mut w = vec![0f32; rows * cols];
+    w.par_chunks_mut(cols).zip(bytes.par_chunks(src_row)).for_each(|(dst, src)| dequantize_row(from, src, dst));
+    quantize(f, &mut w, rows, cols, h)
+}

@@ -1,0 +1,27 @@
+//! The output of a parallel matmul: `dst` shared by the rayon tasks, each of which writes only
+//! its own columns (matmul.rs and the int8 path in q8/ both write through it).
+
+/// `dst` shared by the tasks; each task writes only its own columns.
+pub struct Columns {
+    ptr: *mut f32,
+    len: usize,
+}
+
+// SAFETY: tasks write disjoint elements (distinct column tiles), and `dst` outlives the parallel
+// loop that uses this handle (the loop finishes before `matmul` returns).
+unsafe impl Sync for Columns {}
+
+impl Columns {
+    pub fn new(dst: &mut [f32]) -> Columns {
+        Columns { ptr: dst.as_mut_ptr(), len: dst.len() }
+    }
+
+    /// # Safety
+    /// No other thread may access element `i` while this call runs, and the slice given to
+    /// [`Columns::new`] must outlive every call.
+    pub unsafe fn write(&self, i: usize, value: f32) {
+        assert!(i < self.len, "matmul: output index out of range");
+        // SAFETY: in bounds (checked above); exclusive per the caller's contract.
+        unsafe { self.ptr.add(i).write(value) };
+    }
+}
