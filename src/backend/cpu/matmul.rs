@@ -55,6 +55,27 @@ thread_local! {
 
 /// See [`crate::Backend::matmul`].   x: [m, k]; w: [n, k]; dst: [m, n]
 pub fn matmul(x: &Tensor<Cpu>, w: &Weight<Cpu>, dst: &mut Tensor<Cpu>, activations: Activations) -> Result<()> {
+    matmul_sharing(x, w, dst, activations, &mut None)
+}
+
+/// See [`crate::Backend::matmuls`]: the matmuls of one x (q/k/v, gate/up) quantize it once.
+pub fn matmuls(
+    x: &Tensor<Cpu>,
+    parts: &mut [(&Weight<Cpu>, &mut Tensor<Cpu>)],
+    activations: Activations,
+) -> Result<()> {
+    let mut xq = None;
+    parts.iter_mut().try_for_each(|(w, dst)| matmul_sharing(x, w, dst, activations, &mut xq))
+}
+
+/// matmul, with x's int8 quantization (made on first use) kept in `xq` for the next weight.
+fn matmul_sharing(
+    x: &Tensor<Cpu>,
+    w: &Weight<Cpu>,
+    dst: &mut Tensor<Cpu>,
+    activations: Activations,
+    xq: &mut Option<Vec<q8::XChunk>>,
+) -> Result<()> {
     let op = "matmul";
     let storage = weight_storage(op, w)?;
     let (m, k, n) = (x.rows, w.cols, w.rows);
@@ -70,11 +91,11 @@ pub fn matmul(x: &Tensor<Cpu>, w: &Weight<Cpu>, dst: &mut Tensor<Cpu>, activatio
     }
     let out = Columns::new(dst);
     if let (Activations::Int8, Some(kind), true) = (activations, q8::Kind::of(storage.format()), m <= INT8_MAX_M) {
-        let xq = q8::quantize(x, m, k);
+        let xq: &[q8::XChunk] = xq.get_or_insert_with(|| q8::quantize(x, m, k));
         (0..n.div_ceil(TILE_N)).into_par_iter().for_each(|tile| {
             let (n0, n1) = (tile * TILE_N, ((tile + 1) * TILE_N).min(n));
             // SAFETY: this task is the only one writing columns n0..n1 of dst.
-            unsafe { q8::tile(storage, kind, &xq, m, n, n0..n1, &out) };
+            unsafe { q8::tile(storage, kind, xq, m, n, n0..n1, &out) };
         });
         return Ok(());
     }

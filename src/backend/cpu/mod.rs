@@ -45,9 +45,14 @@ impl Activations {
     /// kernels (AVX-512 VNNI) and f32 elsewhere (the portable int8 code is exact but slow).
     pub fn from_env() -> Result<Activations> {
         match std::env::var("ULTRA_CPU_ACTIVATIONS").ok().as_deref().map(str::trim) {
-            None | Some("") => Ok(if q8::fast() { Activations::Int8 } else { Activations::F32 }),
+            None | Some("") => Ok(Activations::for_this_cpu()),
             Some(v) => v.parse(),
         }
+    }
+
+    /// int8 where this CPU has its kernels, else f32.
+    fn for_this_cpu() -> Activations {
+        if q8::fast() { Activations::Int8 } else { Activations::F32 }
     }
 }
 
@@ -81,7 +86,7 @@ impl Cpu {
     pub fn new() -> Cpu {
         let activations = Activations::from_env().unwrap_or_else(|e| {
             eprintln!("warning: {e}; using the default");
-            if q8::fast() { Activations::Int8 } else { Activations::F32 }
+            Activations::for_this_cpu()
         });
         Cpu { activations }
     }
@@ -132,6 +137,9 @@ impl Backend for Cpu {
     fn end_step(&self, _ok: bool) -> Result<()> { Ok(()) }
 
     fn matmul(&self, x: &Tensor<Cpu>, w: &Weight<Cpu>, dst: &mut Tensor<Cpu>) -> Result<()> { matmul::matmul(x, w, dst, self.activations) }
+    fn matmuls(&self, x: &Tensor<Cpu>, parts: &mut [(&Weight<Cpu>, &mut Tensor<Cpu>)]) -> Result<()> {
+        matmul::matmuls(x, parts, self.activations)
+    }
 
     fn embed(&self, table: &Weight<Cpu>, ids: &Tensor<Cpu>, scale: f32, dst: &mut Tensor<Cpu>) -> Result<()> {
         embed::embed(table, ids, scale, dst)

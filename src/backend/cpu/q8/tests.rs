@@ -2,31 +2,30 @@
 //! the dequantized weights within its stated error.
 
 use super::*;
+use crate::backend::cpu::simd::noise;
 use crate::quant::dequantize_row;
 use crate::quant::intn::{Group, Intn, Scheme};
 
-fn noise(state: &mut u64) -> u64 {
-    *state ^= *state << 13;
-    *state ^= *state >> 7;
-    *state ^= *state << 17;
-    *state
-}
-
-/// A row of `blocks` random blocks of `format` with finite scales of either sign.
+/// A row of `values` random values of `format` (whole blocks).
 fn random_row(format: Format, values: usize, state: &mut u64) -> Vec<u8> {
+    *state += 1;
     let blocks = values / format.block_len();
-    let mut bytes: Vec<u8> = (0..blocks * format.block_bytes()).map(|_| noise(state) as u8).collect();
+    let mut bytes = noise(blocks * format.block_bytes(), *state);
+    let header = noise(blocks * 6, !*state);
     let mins = matches!(format, Format::Q4_1 | Format::Q5_1);
-    for b in bytes.chunks_exact_mut(format.block_bytes()) {
-        let scale = |state: &mut u64| half::f16::from_f32((noise(state) % 2000) as f32 / 1e5 - 0.01).to_le_bytes();
-        b[..2].copy_from_slice(&scale(state));
+    for (b, h) in bytes.chunks_exact_mut(format.block_bytes()).zip(header.chunks_exact(6)) {
+        // Finite f16 scales of either sign (random bytes may spell NaN, which is not the point).
+        let scale = |lo: u8, hi: u8| {
+            half::f16::from_f32((u16::from_le_bytes([lo, hi]) % 2000) as f32 / 1e5 - 0.01).to_le_bytes()
+        };
+        b[..2].copy_from_slice(&scale(h[0], h[1]));
         if mins {
-            b[2..4].copy_from_slice(&scale(state));
+            b[2..4].copy_from_slice(&scale(h[2], h[3]));
         }
         match format {
-            Format::Intn(f) if f.scheme == Scheme::Int4 => (b[2], b[3]) = ((noise(state) % 16) as u8, 0), // z, pad
-            Format::Intn(f) if f.scheme == Scheme::Nf4 => (b[2], b[3]) = (0, 0),                          // pad
-            Format::Intn(_) => (b[2], b[3]) = (noise(state) as u8, noise(state) as u8),                   // c0, c1
+            Format::Intn(f) if f.scheme == Scheme::Int4 => (b[2], b[3]) = (h[4] % 16, 0), // z, pad
+            Format::Intn(f) if f.scheme == Scheme::Nf4 => (b[2], b[3]) = (0, 0),          // pad
+            Format::Intn(_) => (b[2], b[3]) = (h[4], h[5]),                               // c0, c1
             _ => {}
         }
     }
@@ -34,7 +33,9 @@ fn random_row(format: Format, values: usize, state: &mut u64) -> Vec<u8> {
 }
 
 fn random_x(k: usize, state: &mut u64) -> Vec<f32> {
-    (0..k).map(|_| (noise(state) % 20001) as f32 / 10000.0 - 1.0).collect()
+    *state += 1;
+    let bytes = noise(4 * k, *state);
+    bytes.chunks_exact(4).map(|b| (u32::from_le_bytes(b.try_into().unwrap()) % 20001) as f32 / 10000.0 - 1.0).collect()
 }
 
 fn formats() -> Vec<Format> {
