@@ -13,6 +13,7 @@ use std::sync::LazyLock;
 
 use super::reference::nf4_planes;
 use super::reference::{step as step_ref, unpack_chunk};
+use super::tags::{Q4_0, Q4_1, Q5_0, Q5_1, dispatch, kind_of};
 use super::{Code, Kind, Nibbles, WChunk, XChunk};
 use crate::backend::cpu::avx512::reduce;
 
@@ -24,44 +25,6 @@ pub static AVAILABLE: LazyLock<bool> = LazyLock::new(|| {
         && is_x86_feature_detected!("avx512vnni")
         && is_x86_feature_detected!("avx512vbmi")
 });
-
-const Q4_0: u8 = 0;
-const Q4_1: u8 = 1;
-const Q5_0: u8 = 2;
-const Q5_1: u8 = 3;
-const Q8_0: u8 = 4;
-/// Tags 5.. are the 4-bit group-wise formats: 5 + 3·code + log2(G / 32).
-const fn nibbles_tag(n: Nibbles) -> u8 {
-    let code = match n.code {
-        Code::Int4 => 0,
-        Code::Nf4 => 1,
-        Code::Nf4Dq => 2,
-    };
-    let log2_group = match n.group {
-        32 => 0,
-        64 => 1,
-        _ => 2,
-    };
-    5 + 3 * code + log2_group
-}
-
-const fn kind_of(k: u8) -> Kind {
-    match k {
-        Q4_0 => Kind::Q4_0,
-        Q4_1 => Kind::Q4_1,
-        Q5_0 => Kind::Q5_0,
-        Q5_1 => Kind::Q5_1,
-        Q8_0 => Kind::Q8_0,
-        _ => {
-            let code = match (k - 5) / 3 {
-                0 => Code::Int4,
-                1 => Code::Nf4,
-                _ => Code::Nf4Dq,
-            };
-            Kind::Nibbles(Nibbles { code, group: 32 << ((k - 5) % 3) })
-        }
-    }
-}
 
 /// For a 4-bit format's byte t of [low nibbles of 32 data bytes, their high nibbles] (values 2j and
 /// 2j + 1 of the chunk), the chunk byte each goes to: chunk byte p holds value 32·half + at
@@ -76,23 +39,6 @@ const INT4_ORDER: [u8; 64] = {
     }
     order
 };
-
-/// `$m!(TAG)` with the const tag of the 4-bit format `$n` (the nine of them).
-macro_rules! nibbles {
-    ($n:expr, $m:ident) => {
-        match nibbles_tag($n) {
-            5 => $m!(5),
-            6 => $m!(6),
-            7 => $m!(7),
-            8 => $m!(8),
-            9 => $m!(9),
-            10 => $m!(10),
-            11 => $m!(11),
-            12 => $m!(12),
-            _ => $m!(13),
-        }
-    };
-}
 
 /// One chunk of a weight row in registers: levels, d, m and z lanes (WChunk's fields).
 #[derive(Clone, Copy)]
@@ -376,14 +322,7 @@ pub fn dot_rows(kind: Kind, rows: &[&[u8]], x: &[XChunk], out: &mut [f32]) {
             }
         };
     }
-    match kind {
-        Kind::Q4_0 => run!(Q4_0),
-        Kind::Q4_1 => run!(Q4_1),
-        Kind::Q5_0 => run!(Q5_0),
-        Kind::Q5_1 => run!(Q5_1),
-        Kind::Q8_0 => run!(Q8_0),
-        Kind::Nibbles(n) => nibbles!(n, run),
-    }
+    dispatch!(kind, run)
 }
 
 #[target_feature(enable = "avx512f,avx512bw,avx512vl,avx512vnni,avx512vbmi,f16c")]
@@ -411,23 +350,13 @@ unsafe fn unpack_row_k<const K: u8>(row: &[u8], dst: &mut [WChunk]) {
 /// the row holds the blocks of dst.len() chunks.
 pub fn unpack_row(kind: Kind, row: &[u8], dst: &mut [WChunk]) {
     assert!(*AVAILABLE && kind.row_values(row.len()).div_ceil(64) == dst.len(), "unpack_row: lengths");
-    match kind {
-        // SAFETY: AVAILABLE and the lengths are checked above.
-        Kind::Q4_0 => unsafe { unpack_row_k::<Q4_0>(row, dst) },
-        Kind::Q4_1 => unsafe { unpack_row_k::<Q4_1>(row, dst) },
-        Kind::Q5_0 => unsafe { unpack_row_k::<Q5_0>(row, dst) },
-        Kind::Q5_1 => unsafe { unpack_row_k::<Q5_1>(row, dst) },
-        Kind::Q8_0 => unsafe { unpack_row_k::<Q8_0>(row, dst) },
-        Kind::Nibbles(n) => {
-            macro_rules! go {
-                ($k:expr) => {
-                    // SAFETY: AVAILABLE and the lengths are checked above.
-                    unsafe { unpack_row_k::<{ $k }>(row, dst) }
-                };
-            }
-            nibbles!(n, go)
-        }
+    macro_rules! go {
+        ($k:expr) => {
+            // SAFETY: AVAILABLE and the lengths are checked above.
+            unsafe { unpack_row_k::<{ $k }>(row, dst) }
+        };
     }
+    dispatch!(kind, go)
 }
 
 /// The I × J dots of activation rows i0.. and tile rows j0.., each over c chunks.
@@ -511,21 +440,11 @@ unsafe fn gemm_k<const K: u8>(tile: &[WChunk], x: &[XChunk], c: usize, mut write
 /// AVAILABLE and both x and tile hold whole rows of c chunks.
 pub fn gemm(kind: Kind, tile: &[WChunk], x: &[XChunk], c: usize, write: impl FnMut(usize, usize, f32)) {
     assert!(*AVAILABLE && c > 0 && x.len().is_multiple_of(c) && tile.len().is_multiple_of(c), "gemm: lengths");
-    match kind {
-        // SAFETY: AVAILABLE and the lengths are checked above.
-        Kind::Q4_0 => unsafe { gemm_k::<Q4_0>(tile, x, c, write) },
-        Kind::Q4_1 => unsafe { gemm_k::<Q4_1>(tile, x, c, write) },
-        Kind::Q5_0 => unsafe { gemm_k::<Q5_0>(tile, x, c, write) },
-        Kind::Q5_1 => unsafe { gemm_k::<Q5_1>(tile, x, c, write) },
-        Kind::Q8_0 => unsafe { gemm_k::<Q8_0>(tile, x, c, write) },
-        Kind::Nibbles(n) => {
-            macro_rules! go {
-                ($k:expr) => {
-                    // SAFETY: AVAILABLE and the lengths are checked above.
-                    unsafe { gemm_k::<{ $k }>(tile, x, c, write) }
-                };
-            }
-            nibbles!(n, go)
-        }
+    macro_rules! go {
+        ($k:expr) => {
+            // SAFETY: AVAILABLE and the lengths are checked above.
+            unsafe { gemm_k::<{ $k }>(tile, x, c, write) }
+        };
     }
+    dispatch!(kind, go)
 }

@@ -31,8 +31,12 @@
 //! the reference the int8 path is measured against (README: CPU activations).
 
 #[cfg(target_arch = "x86_64")]
+mod avx2;
+#[cfg(target_arch = "x86_64")]
 mod avx512;
 mod reference;
+#[cfg_attr(not(target_arch = "x86_64"), allow(dead_code))]
+mod tags;
 
 use std::cell::RefCell;
 
@@ -204,16 +208,61 @@ pub const fn chunks(k: usize) -> usize {
     k.div_ceil(64)
 }
 
-/// Whether this CPU has the int8 kernels (AVX-512 VNNI); elsewhere the portable code computes
-/// the same bits, slowly, so the int8 path is the default only where this holds.
+/// Whether this CPU has SIMD kernels of the int8 path (AVX-512 VNNI, or AVX2); elsewhere the
+/// portable code computes the same bits, slowly, so the int8 path is the default only where this
+/// holds.
 pub fn fast() -> bool {
     #[cfg(target_arch = "x86_64")]
     {
-        *avx512::AVAILABLE
+        *avx512::AVAILABLE || *avx2::AVAILABLE
     }
     #[cfg(not(target_arch = "x86_64"))]
     {
         false
+    }
+}
+
+/// The SIMD kernels of one instruction set (avx512.rs, avx2.rs), each equal to reference.rs bit
+/// for bit; every method panics unless its CPU features are there.
+#[cfg(target_arch = "x86_64")]
+trait Kernels {
+    /// out[r] = dot_ref(kind, rows[r], x) for 1–4 rows.
+    fn dot_rows(kind: Kind, rows: &[&[u8]], x: &[XChunk], out: &mut [f32]);
+    /// dst = unpack_chunk(kind, row, c) for every chunk c < dst.len().
+    fn unpack_row(kind: Kind, row: &[u8], dst: &mut [WChunk]);
+    /// write(i, r, dot_ref of activation row i and tile row r) for every pair.
+    fn gemm(kind: Kind, tile: &[WChunk], x: &[XChunk], c: usize, write: impl FnMut(usize, usize, f32));
+}
+
+#[cfg(target_arch = "x86_64")]
+struct Avx512;
+
+#[cfg(target_arch = "x86_64")]
+impl Kernels for Avx512 {
+    fn dot_rows(kind: Kind, rows: &[&[u8]], x: &[XChunk], out: &mut [f32]) {
+        avx512::dot_rows(kind, rows, x, out)
+    }
+    fn unpack_row(kind: Kind, row: &[u8], dst: &mut [WChunk]) {
+        avx512::unpack_row(kind, row, dst)
+    }
+    fn gemm(kind: Kind, tile: &[WChunk], x: &[XChunk], c: usize, write: impl FnMut(usize, usize, f32)) {
+        avx512::gemm(kind, tile, x, c, write)
+    }
+}
+
+#[cfg(target_arch = "x86_64")]
+struct Avx2;
+
+#[cfg(target_arch = "x86_64")]
+impl Kernels for Avx2 {
+    fn dot_rows(kind: Kind, rows: &[&[u8]], x: &[XChunk], out: &mut [f32]) {
+        avx2::dot_rows(kind, rows, x, out)
+    }
+    fn unpack_row(kind: Kind, row: &[u8], dst: &mut [WChunk]) {
+        avx2::unpack_row(kind, row, dst)
+    }
+    fn gemm(kind: Kind, tile: &[WChunk], x: &[XChunk], c: usize, write: impl FnMut(usize, usize, f32)) {
+        avx2::gemm(kind, tile, x, c, write)
     }
 }
 
@@ -260,31 +309,13 @@ pub unsafe fn tile(
         unsafe { out.write(i * n + j, v) }
     };
     #[cfg(target_arch = "x86_64")]
-    if fast() {
-        if m < TILE_MAX_M {
-            for i in 0..m {
-                let xi = &x[i * c..(i + 1) * c];
-                for j0 in cols.clone().step_by(4) {
-                    let count = (j0 + 4).min(cols.end) - j0;
-                    let rows: [&[u8]; 4] = std::array::from_fn(|r| w.row(j0 + r.min(count - 1)));
-                    let mut v = [0.0f32; 4];
-                    avx512::dot_rows(kind, &rows[..count], xi, &mut v[..count]);
-                    for (r, &value) in v[..count].iter().enumerate() {
-                        write(i, j0 + r, value);
-                    }
-                }
-            }
-            return;
+    {
+        if *avx512::AVAILABLE {
+            return tile_with::<Avx512>(w, kind, x, m, cols, write);
         }
-        TILE.with_borrow_mut(|tile| {
-            tile.clear();
-            tile.resize(cols.len() * c, WChunk::ZERO);
-            for (dst, j) in tile.chunks_mut(c).zip(cols.clone()) {
-                avx512::unpack_row(kind, w.row(j), dst);
-            }
-            avx512::gemm(kind, tile, x, c, |i, r, v| write(i, cols.start + r, v));
-        });
-        return;
+        if *avx2::AVAILABLE {
+            return tile_with::<Avx2>(w, kind, x, m, cols, write);
+        }
     }
     for i in 0..m {
         let xi = &x[i * c..(i + 1) * c];
@@ -292,6 +323,42 @@ pub unsafe fn tile(
             write(i, j, dot_ref(kind, w.row(j), xi));
         }
     }
+}
+
+/// tile's body on the kernels of one instruction set.
+#[cfg(target_arch = "x86_64")]
+fn tile_with<S: Kernels>(
+    w: &CpuWeight,
+    kind: Kind,
+    x: &[XChunk],
+    m: usize,
+    cols: std::ops::Range<usize>,
+    mut write: impl FnMut(usize, usize, f32),
+) {
+    let c = x.len() / m;
+    if m < TILE_MAX_M {
+        for i in 0..m {
+            let xi = &x[i * c..(i + 1) * c];
+            for j0 in cols.clone().step_by(4) {
+                let count = (j0 + 4).min(cols.end) - j0;
+                let rows: [&[u8]; 4] = std::array::from_fn(|r| w.row(j0 + r.min(count - 1)));
+                let mut v = [0.0f32; 4];
+                S::dot_rows(kind, &rows[..count], xi, &mut v[..count]);
+                for (r, &value) in v[..count].iter().enumerate() {
+                    write(i, j0 + r, value);
+                }
+            }
+        }
+        return;
+    }
+    TILE.with_borrow_mut(|tile| {
+        tile.clear();
+        tile.resize(cols.len() * c, WChunk::ZERO);
+        for (dst, j) in tile.chunks_mut(c).zip(cols.clone()) {
+            S::unpack_row(kind, w.row(j), dst);
+        }
+        S::gemm(kind, tile, x, c, |i, r, v| write(i, cols.start + r, v));
+    });
 }
 
 #[cfg(test)]

@@ -42,9 +42,15 @@ fn quantize_block(x: &[f32; 32]) -> ([i8; 32], [i8; 32], f32) {
 /// One activation row (x.len() a multiple of 32) into its chunks (`out.len() == chunks(x.len())`).
 pub fn quantize_row(x: &[f32], out: &mut [XChunk]) {
     #[cfg(target_arch = "x86_64")]
-    if super::fast() {
-        // SAFETY: the CPU has AVX-512 and FMA (fast() implies both).
-        return unsafe { quantize_row_avx512(x, out) };
+    {
+        if *super::avx512::AVAILABLE {
+            // SAFETY: the CPU has AVX-512 and FMA (AVAILABLE implies both).
+            return unsafe { quantize_row_avx512(x, out) };
+        }
+        if *super::avx2::AVAILABLE {
+            // SAFETY: the CPU has AVX2 and FMA (AVAILABLE implies both).
+            return unsafe { quantize_row_avx2(x, out) };
+        }
     }
     quantize_row_any(x, out)
 }
@@ -54,6 +60,13 @@ pub fn quantize_row(x: &[f32], out: &mut [XChunk]) {
 #[cfg(target_arch = "x86_64")]
 #[target_feature(enable = "avx512f,avx512bw,fma")]
 unsafe fn quantize_row_avx512(x: &[f32], out: &mut [XChunk]) {
+    quantize_row_any(x, out)
+}
+
+/// The same for AVX2 CPUs.
+#[cfg(target_arch = "x86_64")]
+#[target_feature(enable = "avx2,fma")]
+unsafe fn quantize_row_avx2(x: &[f32], out: &mut [XChunk]) {
     quantize_row_any(x, out)
 }
 

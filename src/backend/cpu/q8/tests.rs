@@ -106,13 +106,10 @@ fn the_int8_dot_is_within_its_bound_of_the_f64_dot() {
     }
 }
 
+/// The SIMD kernels S equal the reference bit for bit: dot_rows for 1–4 rows, unpack_row + gemm
+/// for 5 activation rows × 6 weight rows, k with odd and even chunk counts.
 #[cfg(target_arch = "x86_64")]
-#[test]
-fn the_avx512_kernels_equal_the_reference_bit_for_bit() {
-    if !fast() {
-        eprintln!("SKIPPED: this CPU has no AVX-512 VNNI (the portable path is the reference itself)");
-        return;
-    }
+fn kernels_equal_the_reference<S: Kernels>() {
     let mut state = 0x5555_aaaa_3333_cccc;
     for format in formats() {
         let kind = Kind::of(format).unwrap();
@@ -130,18 +127,54 @@ fn the_avx512_kernels_equal_the_reference_bit_for_bit() {
                 for n in 1..=4 {
                     let refs: Vec<&[u8]> = rows[..n].iter().map(|r| &r[..]).collect();
                     let mut out = vec![0.0f32; n];
-                    avx512::dot_rows(kind, &refs, &xq[i * c..(i + 1) * c], &mut out);
+                    S::dot_rows(kind, &refs, &xq[i * c..(i + 1) * c], &mut out);
                     let bits: Vec<u32> = out.iter().map(|v| v.to_bits()).collect();
                     assert_eq!(bits, want[i][..n], "{} dot_rows k {k} row {i} n {n}", format.name());
                 }
             }
             let mut tile = vec![WChunk::ZERO; rows.len() * c];
             for (dst, r) in tile.chunks_mut(c).zip(&rows) {
-                avx512::unpack_row(kind, r, dst);
+                S::unpack_row(kind, r, dst);
+            }
+            for (ch, got) in tile.iter().enumerate() {
+                let want = unpack_chunk(kind, &rows[ch / c], ch % c);
+                assert_eq!(
+                    (got.u, got.u2, got.z),
+                    (want.u, want.u2, want.z),
+                    "{} unpack k {k} chunk {ch}",
+                    format.name()
+                );
+                let bits = |v: &[f32; 16]| v.map(f32::to_bits);
+                assert_eq!(
+                    (bits(&got.dw), bits(&got.mw)),
+                    (bits(&want.dw), bits(&want.mw)),
+                    "{} unpack scales",
+                    format.name()
+                );
             }
             let mut got = vec![vec![0u32; rows.len()]; m];
-            avx512::gemm(kind, &tile, &xq, c, |i, r, v| got[i][r] = v.to_bits());
+            S::gemm(kind, &tile, &xq, c, |i, r, v| got[i][r] = v.to_bits());
             assert_eq!(got, want, "{} gemm k {k}", format.name());
         }
     }
+}
+
+#[cfg(target_arch = "x86_64")]
+#[test]
+fn the_avx512_kernels_equal_the_reference_bit_for_bit() {
+    if !*avx512::AVAILABLE {
+        eprintln!("SKIPPED: this CPU has no AVX-512 VNNI + VBMI (the AVX2 and portable paths are tested)");
+        return;
+    }
+    kernels_equal_the_reference::<Avx512>();
+}
+
+#[cfg(target_arch = "x86_64")]
+#[test]
+fn the_avx2_kernels_equal_the_reference_bit_for_bit() {
+    if !*avx2::AVAILABLE {
+        eprintln!("SKIPPED: this CPU has no AVX2 + FMA + F16C (the portable path is the reference itself)");
+        return;
+    }
+    kernels_equal_the_reference::<Avx2>();
 }
