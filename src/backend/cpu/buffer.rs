@@ -41,6 +41,11 @@ impl CpuWeight {
     pub fn row(&self, r: usize) -> &[u8] {
         &self.bytes.bytes()[r * self.row_bytes..(r + 1) * self.row_bytes]
     }
+
+    /// The bytes of rows `r`, back to back (`r.end <= rows`, checked by the caller).
+    pub fn rows(&self, r: std::ops::Range<usize>) -> &[u8] {
+        &self.bytes.bytes()[r.start * self.row_bytes..r.end * self.row_bytes]
+    }
 }
 
 /// A weight's storage, after checking that the `Weight`'s public fields still describe it.

@@ -9,7 +9,7 @@
 //!   levels below 64 meet activations of at most 127 unchanged; the 8-bit levels (Q8_0, NF4's
 //!   coarse plane) go in signed, as |s| against q with s's sign (`vpsignb`), so their pair sums
 //!   stay within 2·128·127 and the offset correction is already in the integer;
-//! - [`dot_rows`] decodes each chunk of 1–4 weight rows in registers (decode, m < 4);
+//! - [`dot_span`] decodes each chunk of four weight rows at a time in registers (decode, m < 4);
 //!   [`unpack_row`] + [`gemm`] decode a tile once into memory and meet it with every activation
 //!   row (batches).
 
@@ -299,27 +299,38 @@ unsafe fn dot_rows_k<const K: u8, const R: usize>(rows: [&[u8]; R], x: &[XChunk]
     acc.map(|[lo, hi]| reduce(lo, hi))
 }
 
-/// out[r] = dot_ref(kind, rows[r], x) for 1–4 rows, bit for bit. Panics unless AVAILABLE and
-/// every row holds whole blocks for x.len() chunks.
-pub fn dot_rows(kind: Kind, rows: &[&[u8]], x: &[XChunk], out: &mut [f32]) {
-    assert!(*AVAILABLE && (1..=4).contains(&rows.len()) && out.len() == rows.len());
-    assert!(kind.row_values(rows[0].len()).div_ceil(64) == x.len(), "dot_rows: row and activation lengths");
-    for row in rows {
-        assert_eq!(row.len(), rows[0].len(), "dot_rows: row lengths");
+/// dot_rows_k over the rows of `rows` (contiguous, `row_bytes` each), four at a time.
+///
+/// # Safety
+/// The CPU has the features; each row holds the blocks of x.len() chunks' values.
+#[target_feature(enable = "avx2,fma,f16c")]
+unsafe fn dot_span_k<const K: u8>(rows: &[u8], row_bytes: usize, x: &[XChunk], out: &mut [f32]) {
+    let row = |j: usize| &rows[j * row_bytes..(j + 1) * row_bytes];
+    let n4 = out.len() / 4 * 4;
+    // SAFETY: the caller's contract, for every row.
+    unsafe {
+        for j in (0..n4).step_by(4) {
+            out[j..j + 4].copy_from_slice(&dot_rows_k::<K, 4>([row(j), row(j + 1), row(j + 2), row(j + 3)], x));
+        }
+        for (j, o) in out.iter_mut().enumerate().skip(n4) {
+            *o = dot_rows_k::<K, 1>([row(j)], x)[0];
+        }
     }
-    let p = |i: usize| rows[i.min(rows.len() - 1)];
+}
+
+/// out[j] = dot_ref(kind, row j, x) bit for bit, for the out.len() rows that `rows` holds
+/// back to back. Panics unless AVAILABLE and every row holds whole blocks for x.len() chunks.
+pub fn dot_span(kind: Kind, rows: &[u8], x: &[XChunk], out: &mut [f32]) {
+    assert!(*AVAILABLE && !out.is_empty() && rows.len().is_multiple_of(out.len()), "dot_span: rows");
+    let row_bytes = rows.len() / out.len();
+    assert!(
+        row_bytes.is_multiple_of(kind.block_bytes()) && kind.row_values(row_bytes).div_ceil(64) == x.len(),
+        "dot_span: row and activation lengths"
+    );
     macro_rules! run {
         ($k:expr) => {
             // SAFETY: AVAILABLE and the lengths are checked above.
-            unsafe {
-                if rows.len() == 4 {
-                    out.copy_from_slice(&dot_rows_k::<{ $k }, 4>([p(0), p(1), p(2), p(3)], x));
-                } else {
-                    for (i, o) in out.iter_mut().enumerate() {
-                        *o = dot_rows_k::<{ $k }, 1>([p(i)], x)[0];
-                    }
-                }
-            }
+            unsafe { dot_span_k::<{ $k }>(rows, row_bytes, x, out) }
         };
     }
     dispatch!(kind, run)

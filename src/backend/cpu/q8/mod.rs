@@ -226,8 +226,8 @@ pub fn fast() -> bool {
 /// for bit; every method panics unless its CPU features are there.
 #[cfg(target_arch = "x86_64")]
 trait Kernels {
-    /// out[r] = dot_ref(kind, rows[r], x) for 1–4 rows.
-    fn dot_rows(kind: Kind, rows: &[&[u8]], x: &[XChunk], out: &mut [f32]);
+    /// out[j] = dot_ref(kind, row j, x) for the out.len() rows held back to back in `rows`.
+    fn dot_span(kind: Kind, rows: &[u8], x: &[XChunk], out: &mut [f32]);
     /// dst = unpack_chunk(kind, row, c) for every chunk c < dst.len().
     fn unpack_row(kind: Kind, row: &[u8], dst: &mut [WChunk]);
     /// write(i, r, dot_ref of activation row i and tile row r) for every pair.
@@ -239,8 +239,8 @@ struct Avx512;
 
 #[cfg(target_arch = "x86_64")]
 impl Kernels for Avx512 {
-    fn dot_rows(kind: Kind, rows: &[&[u8]], x: &[XChunk], out: &mut [f32]) {
-        avx512::dot_rows(kind, rows, x, out)
+    fn dot_span(kind: Kind, rows: &[u8], x: &[XChunk], out: &mut [f32]) {
+        avx512::dot_span(kind, rows, x, out)
     }
     fn unpack_row(kind: Kind, row: &[u8], dst: &mut [WChunk]) {
         avx512::unpack_row(kind, row, dst)
@@ -255,8 +255,8 @@ struct Avx2;
 
 #[cfg(target_arch = "x86_64")]
 impl Kernels for Avx2 {
-    fn dot_rows(kind: Kind, rows: &[&[u8]], x: &[XChunk], out: &mut [f32]) {
-        avx2::dot_rows(kind, rows, x, out)
+    fn dot_span(kind: Kind, rows: &[u8], x: &[XChunk], out: &mut [f32]) {
+        avx2::dot_span(kind, rows, x, out)
     }
     fn unpack_row(kind: Kind, row: &[u8], dst: &mut [WChunk]) {
         avx2::unpack_row(kind, row, dst)
@@ -337,15 +337,14 @@ fn tile_with<S: Kernels>(
 ) {
     let c = x.len() / m;
     if m < TILE_MAX_M {
+        let mut v = [0.0f32; 64];
         for i in 0..m {
-            let xi = &x[i * c..(i + 1) * c];
-            for j0 in cols.clone().step_by(4) {
-                let count = (j0 + 4).min(cols.end) - j0;
-                let rows: [&[u8]; 4] = std::array::from_fn(|r| w.row(j0 + r.min(count - 1)));
-                let mut v = [0.0f32; 4];
-                S::dot_rows(kind, &rows[..count], xi, &mut v[..count]);
-                for (r, &value) in v[..count].iter().enumerate() {
-                    write(i, j0 + r, value);
+            for j0 in cols.clone().step_by(v.len()) {
+                let part = j0..(j0 + v.len()).min(cols.end);
+                let v = &mut v[..part.len()];
+                S::dot_span(kind, w.rows(part.clone()), &x[i * c..(i + 1) * c], v);
+                for (j, &value) in part.zip(v.iter()) {
+                    write(i, j, value);
                 }
             }
         }
