@@ -10,8 +10,9 @@
 //!   coarse plane) go in signed, as |s| against q with s's sign (`vpsignb`), so their pair sums
 //!   stay within 2·128·127 and the offset correction is already in the integer;
 //! - [`dot_span`] decodes each chunk of four weight rows at a time in registers (decode, m < 4);
-//!   [`unpack_row`] + [`gemm`] decode a tile once into memory and meet it with every activation
-//!   row (batches).
+//!   [`batch`] decodes each chunk of one weight row in registers and meets it with four
+//!   activation rows at a time (batches: with 16 ymm registers an unpacked tile in memory, as
+//!   AVX-512 uses, costs more loads than decoding again).
 
 use std::arch::x86_64::*;
 use std::sync::LazyLock;
@@ -20,6 +21,7 @@ use super::reference::nf4_planes;
 use super::reference::{step as step_ref, unpack_chunk};
 use super::tags::{Q4_0, Q4_1, Q5_0, Q5_1, Q8_0, dispatch, kind_of};
 use super::{Code, Kind, Nibbles, WChunk, XChunk};
+
 use crate::backend::cpu::simd::avx2::reduce;
 
 /// Whether this CPU runs these kernels (unless `ULTRA_CPU_DISABLE=avx2` turns them off).
@@ -336,110 +338,95 @@ pub fn dot_span(kind: Kind, rows: &[u8], x: &[XChunk], out: &mut [f32]) {
     dispatch!(kind, run)
 }
 
-#[target_feature(enable = "avx2,fma,f16c")]
-unsafe fn unpack_row_k<const K: u8>(row: &[u8], dst: &mut [WChunk]) {
-    let kind = kind_of(K);
-    let full = kind.row_values(row.len()) / 64;
-    for (c, w) in dst.iter_mut().enumerate() {
-        if c >= full {
-            *w = unpack_chunk(kind, row, c);
-            continue;
-        }
-        // SAFETY: chunk c < full has both blocks; WChunk's fields are 64 aligned bytes each.
-        unsafe {
-            let r = decode::<K>(row.as_ptr(), c);
-            // WChunk holds unsigned levels (reference.rs): the signed ones move back by 128.
-            let flip = if signed(K) { _mm256_set1_epi8(-128) } else { _mm256_setzero_si256() };
-            for h in 0..2 {
-                _mm256_store_si256(w.u.as_mut_ptr().add(32 * h).cast(), _mm256_xor_si256(r.u[h], flip));
-                _mm256_store_si256(w.u2.as_mut_ptr().add(32 * h).cast(), r.u2[h]);
-                _mm256_store_ps(w.dw.as_mut_ptr().add(8 * h), r.dw);
-                _mm256_store_ps(w.mw.as_mut_ptr().add(8 * h), r.mw);
-                _mm256_store_si256(w.z.as_mut_ptr().add(8 * h).cast(), r.z);
-            }
-        }
-    }
-}
-
-/// dst = unpack_chunk(kind, row, c) for every chunk c < dst.len(). Panics unless AVAILABLE and
-/// the row holds the blocks of dst.len() chunks.
-pub fn unpack_row(kind: Kind, row: &[u8], dst: &mut [WChunk]) {
-    assert!(*AVAILABLE && kind.row_values(row.len()).div_ceil(64) == dst.len(), "unpack_row: lengths");
-    macro_rules! go {
-        ($k:expr) => {
-            // SAFETY: AVAILABLE and the lengths are checked above.
-            unsafe { unpack_row_k::<{ $k }>(row, dst) }
-        };
-    }
-    dispatch!(kind, go)
-}
-
-/// An unpacked chunk back in registers (levels signed again where K's are).
-#[inline(always)]
-unsafe fn load_w<const K: u8>(t: &WChunk) -> WRegs {
-    // SAFETY: WChunk's fields are 64 aligned bytes each.
-    unsafe {
-        let flip = if signed(K) { _mm256_set1_epi8(-128) } else { _mm256_setzero_si256() };
-        let bytes = |p: *const u8, h: usize| _mm256_load_si256(p.add(32 * h).cast());
-        let (u, u2) = (t.u.as_ptr(), t.u2.as_ptr());
-        WRegs {
-            u: [_mm256_xor_si256(bytes(u, 0), flip), _mm256_xor_si256(bytes(u, 1), flip)],
-            dw: _mm256_load_ps(t.dw.as_ptr()),
-            mw: _mm256_load_ps(t.mw.as_ptr()),
-            z: _mm256_load_si256(t.z.as_ptr().cast()),
-            u2: [bytes(u2, 0), bytes(u2, 1)],
-        }
-    }
-}
-
-/// The dots of activation row i and tile rows j0..j0 + J, each over c chunks.
+/// The dots of activation rows i0..i0 + I (c chunks each) with one weight row: each chunk of the
+/// row decoded once in registers and met by the I rows (their chunks come from L1).
 ///
 /// # Safety
-/// The CPU has the features; x holds row i and the tile rows j0..j0 + J, c chunks each.
+/// The CPU has the features; x holds rows i0..i0 + I; `row` holds the blocks of c chunks' values;
+/// `next` is a hint only (the following row's bytes).
 #[target_feature(enable = "avx2,fma,f16c")]
-unsafe fn block<const K: u8, const J: usize>(tile: &[WChunk], x: &[XChunk], c: usize, i: usize, j0: usize) -> [f32; J] {
-    let mut acc = [[_mm256_setzero_ps(); 2]; J];
-    for ch in 0..c {
-        // SAFETY: indices within the rows the caller vouches for.
+unsafe fn rows_against<const K: u8, const I: usize>(
+    row: &[u8],
+    x: &[XChunk],
+    c: usize,
+    i0: usize,
+    next: *const u8,
+) -> [f32; I] {
+    let kind = kind_of(K);
+    let full = kind.row_values(row.len()) / 64;
+    let lines = row.len().div_ceil(64);
+    let per_step = lines.div_ceil(full.max(1));
+    let mut acc = [[_mm256_setzero_ps(); 2]; I];
+    for ch in 0..full {
+        // SAFETY: chunk ch < full has both blocks (the caller's contract); prefetches are hints.
         unsafe {
-            let xr = load_x(&x[i * c + ch]);
-            for (j, acc) in acc.iter_mut().enumerate() {
-                *acc = step::<K>(*acc, &load_w::<K>(&tile[(j0 + j) * c + ch]), &xr);
+            for t in ch * per_step..((ch + 1) * per_step).min(lines) {
+                _mm_prefetch::<_MM_HINT_T0>(next.wrapping_add(64 * t).cast());
             }
+            let w = decode::<K>(row.as_ptr(), ch);
+            for (i, acc) in acc.iter_mut().enumerate() {
+                *acc = step::<K>(*acc, &w, &load_x(&x[(i0 + i) * c + ch]));
+            }
+        }
+    }
+    if full < c {
+        let w = unpack_chunk(kind, row, full);
+        for (i, acc) in acc.iter_mut().enumerate() {
+            // SAFETY: register and array moves only.
+            *acc = unsafe { tail_step(kind, *acc, &w, &x[(i0 + i) * c + full]) };
         }
     }
     acc.map(|[lo, hi]| reduce(lo, hi))
 }
 
+/// batch for format K: weight rows one by one, activation rows four at a time.
+///
+/// # Safety
+/// The CPU has the features; each row of `rows` (`row_bytes` each) holds the blocks of c chunks'
+/// values and x holds whole rows of c chunks.
 #[target_feature(enable = "avx2,fma,f16c")]
-unsafe fn gemm_k<const K: u8>(tile: &[WChunk], x: &[XChunk], c: usize, mut write: impl FnMut(usize, usize, f32)) {
-    let (m, n) = (x.len() / c, tile.len() / c);
-    let n4 = n / 4 * 4;
-    // SAFETY: every block's rows are < m and < n (the loop bounds); the caller has the features.
-    unsafe {
-        for j0 in (0..n4).step_by(4) {
-            for i in 0..m {
-                for (j, v) in block::<K, 4>(tile, x, c, i, j0).into_iter().enumerate() {
-                    write(i, j0 + j, v);
+unsafe fn batch_k<const K: u8>(
+    rows: &[u8],
+    row_bytes: usize,
+    x: &[XChunk],
+    c: usize,
+    mut write: impl FnMut(usize, usize, f32),
+) {
+    let (m, n) = (x.len() / c, rows.len() / row_bytes);
+    let m4 = m / 4 * 4;
+    for j in 0..n {
+        let row = &rows[j * row_bytes..(j + 1) * row_bytes];
+        let next = row.as_ptr_range().end;
+        // SAFETY: the caller's contract; i0 + I ≤ m by the loop bounds.
+        unsafe {
+            for i0 in (0..m4).step_by(4) {
+                for (i, v) in rows_against::<K, 4>(row, x, c, i0, next).into_iter().enumerate() {
+                    write(i0 + i, j, v);
                 }
             }
-        }
-        for j in n4..n {
-            for i in 0..m {
-                write(i, j, block::<K, 1>(tile, x, c, i, j)[0]);
+            for i in m4..m {
+                write(i, j, rows_against::<K, 1>(row, x, c, i, next)[0]);
             }
         }
     }
 }
 
-/// write(i, r, dot_ref of activation row i and tile row r) for every pair. Panics unless
-/// AVAILABLE and both x and tile hold whole rows of c chunks.
-pub fn gemm(kind: Kind, tile: &[WChunk], x: &[XChunk], c: usize, write: impl FnMut(usize, usize, f32)) {
-    assert!(*AVAILABLE && c > 0 && x.len().is_multiple_of(c) && tile.len().is_multiple_of(c), "gemm: lengths");
+/// write(i, j, dot_ref of activation row i and weight row j) for every pair, the weight rows
+/// held back to back in `rows`. Panics unless AVAILABLE and the lengths agree.
+pub fn batch(kind: Kind, rows: &[u8], n: usize, x: &[XChunk], c: usize, write: impl FnMut(usize, usize, f32)) {
+    assert!(
+        *AVAILABLE && n > 0 && c > 0 && rows.len().is_multiple_of(n) && x.len().is_multiple_of(c),
+        "batch: lengths"
+    );
+    let row_bytes = rows.len() / n;
+    assert!(
+        row_bytes.is_multiple_of(kind.block_bytes()) && kind.row_values(row_bytes).div_ceil(64) == c,
+        "batch: row and activation lengths"
+    );
     macro_rules! go {
         ($k:expr) => {
             // SAFETY: AVAILABLE and the lengths are checked above.
-            unsafe { gemm_k::<{ $k }>(tile, x, c, write) }
+            unsafe { batch_k::<{ $k }>(rows, row_bytes, x, c, write) }
         };
     }
     dispatch!(kind, go)

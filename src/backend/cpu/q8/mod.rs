@@ -228,10 +228,9 @@ pub fn fast() -> bool {
 trait Kernels {
     /// out[j] = dot_ref(kind, row j, x) for the out.len() rows held back to back in `rows`.
     fn dot_span(kind: Kind, rows: &[u8], x: &[XChunk], out: &mut [f32]);
-    /// dst = unpack_chunk(kind, row, c) for every chunk c < dst.len().
-    fn unpack_row(kind: Kind, row: &[u8], dst: &mut [WChunk]);
-    /// write(i, r, dot_ref of activation row i and tile row r) for every pair.
-    fn gemm(kind: Kind, tile: &[WChunk], x: &[XChunk], c: usize, write: impl FnMut(usize, usize, f32));
+    /// write(i, j, dot_ref of activation row i and weight row j) for the n rows held back to
+    /// back in `rows` and every activation row of x (c chunks each).
+    fn batch(kind: Kind, rows: &[u8], n: usize, x: &[XChunk], c: usize, write: impl FnMut(usize, usize, f32));
 }
 
 #[cfg(target_arch = "x86_64")]
@@ -242,11 +241,16 @@ impl Kernels for Avx512 {
     fn dot_span(kind: Kind, rows: &[u8], x: &[XChunk], out: &mut [f32]) {
         avx512::dot_span(kind, rows, x, out)
     }
-    fn unpack_row(kind: Kind, row: &[u8], dst: &mut [WChunk]) {
-        avx512::unpack_row(kind, row, dst)
-    }
-    fn gemm(kind: Kind, tile: &[WChunk], x: &[XChunk], c: usize, write: impl FnMut(usize, usize, f32)) {
-        avx512::gemm(kind, tile, x, c, write)
+    fn batch(kind: Kind, rows: &[u8], n: usize, x: &[XChunk], c: usize, write: impl FnMut(usize, usize, f32)) {
+        // The rows' chunks unpacked once into memory, then met in 4 × 4 blocks (avx512.rs).
+        TILE.with_borrow_mut(|tile| {
+            tile.clear();
+            tile.resize(n * c, WChunk::ZERO);
+            for (dst, row) in tile.chunks_mut(c).zip(rows.chunks_exact(rows.len() / n)) {
+                avx512::unpack_row(kind, row, dst);
+            }
+            avx512::gemm(kind, tile, x, c, write);
+        });
     }
 }
 
@@ -258,11 +262,8 @@ impl Kernels for Avx2 {
     fn dot_span(kind: Kind, rows: &[u8], x: &[XChunk], out: &mut [f32]) {
         avx2::dot_span(kind, rows, x, out)
     }
-    fn unpack_row(kind: Kind, row: &[u8], dst: &mut [WChunk]) {
-        avx2::unpack_row(kind, row, dst)
-    }
-    fn gemm(kind: Kind, tile: &[WChunk], x: &[XChunk], c: usize, write: impl FnMut(usize, usize, f32)) {
-        avx2::gemm(kind, tile, x, c, write)
+    fn batch(kind: Kind, rows: &[u8], n: usize, x: &[XChunk], c: usize, write: impl FnMut(usize, usize, f32)) {
+        avx2::batch(kind, rows, n, x, c, write)
     }
 }
 
@@ -350,14 +351,7 @@ fn tile_with<S: Kernels>(
         }
         return;
     }
-    TILE.with_borrow_mut(|tile| {
-        tile.clear();
-        tile.resize(cols.len() * c, WChunk::ZERO);
-        for (dst, j) in tile.chunks_mut(c).zip(cols.clone()) {
-            S::unpack_row(kind, w.row(j), dst);
-        }
-        S::gemm(kind, tile, x, c, |i, r, v| write(i, cols.start + r, v));
-    });
+    S::batch(kind, w.rows(cols.clone()), cols.len(), x, c, |i, r, v| write(i, cols.start + r, v));
 }
 
 #[cfg(test)]

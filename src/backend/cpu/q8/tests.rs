@@ -106,7 +106,7 @@ fn the_int8_dot_is_within_its_bound_of_the_f64_dot() {
     }
 }
 
-/// The SIMD kernels S equal the reference bit for bit: dot_span for 1–6 rows, unpack_row + gemm
+/// The SIMD kernels S equal the reference bit for bit: dot_span for 1–6 rows, batch
 /// for 5 activation rows × 6 weight rows, k with odd and even chunk counts.
 #[cfg(target_arch = "x86_64")]
 fn kernels_equal_the_reference<S: Kernels>() {
@@ -132,29 +132,9 @@ fn kernels_equal_the_reference<S: Kernels>() {
                     assert_eq!(bits, want[i][..n], "{} dot_span k {k} row {i} n {n}", format.name());
                 }
             }
-            let mut tile = vec![WChunk::ZERO; rows.len() * c];
-            for (dst, r) in tile.chunks_mut(c).zip(&rows) {
-                S::unpack_row(kind, r, dst);
-            }
-            for (ch, got) in tile.iter().enumerate() {
-                let want = unpack_chunk(kind, &rows[ch / c], ch % c);
-                assert_eq!(
-                    (got.u, got.u2, got.z),
-                    (want.u, want.u2, want.z),
-                    "{} unpack k {k} chunk {ch}",
-                    format.name()
-                );
-                let bits = |v: &[f32; 16]| v.map(f32::to_bits);
-                assert_eq!(
-                    (bits(&got.dw), bits(&got.mw)),
-                    (bits(&want.dw), bits(&want.mw)),
-                    "{} unpack scales",
-                    format.name()
-                );
-            }
             let mut got = vec![vec![0u32; rows.len()]; m];
-            S::gemm(kind, &tile, &xq, c, |i, r, v| got[i][r] = v.to_bits());
-            assert_eq!(got, want, "{} gemm k {k}", format.name());
+            S::batch(kind, &rows.concat(), rows.len(), &xq, c, |i, r, v| got[i][r] = v.to_bits());
+            assert_eq!(got, want, "{} batch k {k}", format.name());
         }
     }
 }
