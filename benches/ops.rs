@@ -107,6 +107,7 @@ fn attention(c: &mut Criterion) {
             slot: u32_tensor(&cpu, &pos),
             block_table: u32_tensor(&cpu, &[0]),
             block_size: ctx,
+            decode: m == 1,
         };
         let q = tensor(&cpu, m, N_HEADS * HEAD_DIM, 4);
         let mut dst = cpu.alloc(DType::F32, m, N_HEADS * HEAD_DIM).unwrap();

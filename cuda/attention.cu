@@ -3,15 +3,19 @@
 //            j0 = first_key(pos[t], window) (common.cuh; 0 without a window): keys before it are never read
 // Layout     q, dst: [n_tokens, n_heads · head_dim] f32; cache_k, cache_v: [n_slots, n_kv_heads · head_dim];
 //            partial: [n_tokens · n_heads][n_splits][2 + head_dim] = (max, sum, unnormalized output);
-//            done: u32 [n_tokens · n_heads] split counters, zero between launches
-// Launch     attention: grid (n_tokens · n_heads, n_splits), 4 warps; split s takes keys j ≡ s (mod n_splits),
-//            each warp every 4th of those (flash-decoding); the last split block of a (token, head) to
-//            finish merges the splits (one launch, no separate combine kernel);
-//            indices outside the block table or the cache are skipped, never read
-// Numerics   f32 online softmax per warp (running max, rescaled sums), merged by max-rescaling; head_dim ≤ 256
+//            done: u32 [n_tokens · n_kv_heads · n_chunks] split counters, zero between launches
+// Launch     attention: grid (n_tokens · n_kv_heads · n_chunks, n_splits), 4 warps. A block serves one token
+//            and up to ATT_HEADS query heads of one KV head (a chunk of its g = n_heads / n_kv_heads heads;
+//            n_chunks = ceil(g / ATT_HEADS)): each K and V row is loaded once for all of them (GQA reuse).
+//            Split s takes keys j ≡ s (mod n_splits), each warp every 4th of those (flash-decoding); the
+//            last split block of a (token, chunk) to finish merges the splits (one launch, no combine
+//            kernel); indices outside the block table or the cache are skipped, never read
+// Numerics   f32 online softmax per warp and head (running max, rescaled sums), merged by max-rescaling;
+//            head_dim ≤ 256. A head's arithmetic does not depend on which other heads share its block.
 
 #define MAX_DIMS_PER_LANE 8
 #define ATT_WARPS 4
+#define ATT_HEADS 4  // query heads per block
 
 // Merges one (token, head)'s split partials by max-rescaling. Other blocks wrote them: the loads go
 // through L2 (__ldcg), never a stale L1 line.
@@ -33,23 +37,31 @@ extern "C" __global__ void __launch_bounds__(128)
               const u32* block_table, float* dst, float* partial, u32* done, u32 n_heads, u32 n_kv_heads,
               u32 head_dim, float scale, u32 block_size, u32 max_blocks, u32 n_splits, u32 n_seqs, u32 n_slots,
               u32 window) {
-    __shared__ float s_max[ATT_WARPS], s_sum[ATT_WARPS];
-    __shared__ float s_acc[ATT_WARPS][256];
-    const u32 th = blockIdx.x, t = th / n_heads, h = th % n_heads, split = blockIdx.y;
-    const u32 kv_head = h / (n_heads / n_kv_heads), kv_dim = n_kv_heads * head_dim;
+    __shared__ float s_max[ATT_WARPS][ATT_HEADS], s_sum[ATT_WARPS][ATT_HEADS];
+    __shared__ float s_acc[ATT_WARPS][ATT_HEADS][256];
+    const u32 g = n_heads / n_kv_heads, n_chunks = (g + ATT_HEADS - 1) / ATT_HEADS;
+    const u32 grp = blockIdx.x, t = grp / (n_kv_heads * n_chunks), split = blockIdx.y;
+    const u32 kv_head = grp / n_chunks % n_kv_heads, chunk = grp % n_chunks;
+    const u32 h0 = kv_head * g + chunk * ATT_HEADS;  // this block's first query head
+    const u32 nh = min(ATT_HEADS, g - chunk * ATT_HEADS), kv_dim = n_kv_heads * head_dim;
     const u32 lane = threadIdx.x & 31, warp = threadIdx.x >> 5;
     const u32 sq = seq[t];
     const u32* table = block_table + (u64)(sq < n_seqs ? sq : 0) * max_blocks;
     const u32 last = sq < n_seqs ? pos[t] : 0xffffffffu;  // a bad seq attends to nothing (zeros)
-    const float* qh = q + (u64)th * head_dim;
-    float qr[MAX_DIMS_PER_LANE], acc[MAX_DIMS_PER_LANE];
+    float qr[ATT_HEADS][MAX_DIMS_PER_LANE], acc[ATT_HEADS][MAX_DIMS_PER_LANE];
+    float run_max[ATT_HEADS], run_sum[ATT_HEADS];  // finite start: empty splits merge without NaN
 #pragma unroll
-    for (int i = 0; i < MAX_DIMS_PER_LANE; i++) {
-        const u32 d = lane + 32 * i;
-        qr[i] = d < head_dim ? qh[d] * scale : 0.0f;
-        acc[i] = 0.0f;
+    for (int hh = 0; hh < ATT_HEADS; hh++) {
+        const float* qh = q + ((u64)t * n_heads + h0 + hh) * head_dim;
+#pragma unroll
+        for (int i = 0; i < MAX_DIMS_PER_LANE; i++) {
+            const u32 d = lane + 32 * i;
+            qr[hh][i] = hh < nh && d < head_dim ? qh[d] * scale : 0.0f;
+            acc[hh][i] = 0.0f;
+        }
+        run_max[hh] = -1e30f;
+        run_sum[hh] = 0.0f;
     }
-    float run_max = -1e30f, run_sum = 0.0f;  // finite start: empty splits merge without NaN
     // This warp's keys are j ≡ off (mod stride): the first of them at or after the window's start.
     const u32 off = split + n_splits * warp, stride = n_splits * ATT_WARPS;
     const u32 lo = last != 0xffffffffu ? first_key(last, window) : 0;
@@ -60,57 +72,76 @@ extern "C" __global__ void __launch_bounds__(128)
         if (slot >= n_slots) break;  // a block outside the cache: skipped, never read
         const float* kr = cache_k + slot * kv_dim + (u64)kv_head * head_dim;
         const float* vr = cache_v + slot * kv_dim + (u64)kv_head * head_dim;
-        float dot = 0.0f;
+        float kk[MAX_DIMS_PER_LANE], vv[MAX_DIMS_PER_LANE];
 #pragma unroll
         for (int i = 0; i < MAX_DIMS_PER_LANE; i++) {
             const u32 d = lane + 32 * i;
-            if (d < head_dim) dot += qr[i] * kr[d];
+            kk[i] = d < head_dim ? kr[d] : 0.0f;
+            vv[i] = d < head_dim ? vr[d] : 0.0f;
         }
-        dot = warp_sum(dot);
-        const float new_max = fmaxf(run_max, dot);
-        const float corr = expf(run_max - new_max), p = expf(dot - new_max);
-        run_sum = run_sum * corr + p;
+#pragma unroll
+        for (int hh = 0; hh < ATT_HEADS; hh++) {
+            if (hh >= nh) break;
+            float dot = 0.0f;
+#pragma unroll
+            for (int i = 0; i < MAX_DIMS_PER_LANE; i++) {
+                if (lane + 32 * i < head_dim) dot += qr[hh][i] * kk[i];
+            }
+            dot = warp_sum(dot);
+            const float new_max = fmaxf(run_max[hh], dot);
+            const float corr = expf(run_max[hh] - new_max), p = expf(dot - new_max);
+            run_sum[hh] = run_sum[hh] * corr + p;
+#pragma unroll
+            for (int i = 0; i < MAX_DIMS_PER_LANE; i++) {
+                if (lane + 32 * i < head_dim) acc[hh][i] = acc[hh][i] * corr + p * vv[i];
+            }
+            run_max[hh] = new_max;
+        }
+    }
+#pragma unroll
+    for (int hh = 0; hh < ATT_HEADS; hh++) {
+        if (lane == 0) {
+            s_max[warp][hh] = run_max[hh];
+            s_sum[warp][hh] = run_sum[hh];
+        }
 #pragma unroll
         for (int i = 0; i < MAX_DIMS_PER_LANE; i++) {
             const u32 d = lane + 32 * i;
-            if (d < head_dim) acc[i] = acc[i] * corr + p * vr[d];
+            if (d < head_dim) s_acc[warp][hh][d] = acc[hh][i];
         }
-        run_max = new_max;
-    }
-    if (lane == 0) {
-        s_max[warp] = run_max;
-        s_sum[warp] = run_sum;
-    }
-#pragma unroll
-    for (int i = 0; i < MAX_DIMS_PER_LANE; i++) {
-        const u32 d = lane + 32 * i;
-        if (d < head_dim) s_acc[warp][d] = acc[i];
     }
     __syncthreads();
-    float m = s_max[0];
-    for (int w = 1; w < ATT_WARPS; w++) m = fmaxf(m, s_max[w]);
-    float l = 0.0f;
-    for (int w = 0; w < ATT_WARPS; w++) l += s_sum[w] * expf(s_max[w] - m);
-    float* out = partial + ((u64)th * n_splits + split) * (2 + head_dim);
-    for (u32 d = threadIdx.x; d < head_dim; d += blockDim.x) {
-        float a = 0.0f;
-        for (int w = 0; w < ATT_WARPS; w++) a += s_acc[w][d] * expf(s_max[w] - m);
-        if (n_splits == 1) dst[(u64)th * head_dim + d] = l > 0.0f ? a / l : 0.0f;
-        else out[2 + d] = a;
+    for (u32 hh = 0; hh < nh; hh++) {
+        const u64 th = (u64)t * n_heads + h0 + hh;  // the (token, head) pair
+        float m = s_max[0][hh];
+        for (int w = 1; w < ATT_WARPS; w++) m = fmaxf(m, s_max[w][hh]);
+        float l = 0.0f;
+        for (int w = 0; w < ATT_WARPS; w++) l += s_sum[w][hh] * expf(s_max[w][hh] - m);
+        float* out = partial + (th * n_splits + split) * (2 + head_dim);
+        for (u32 d = threadIdx.x; d < head_dim; d += blockDim.x) {
+            float a = 0.0f;
+            for (int w = 0; w < ATT_WARPS; w++) a += s_acc[w][hh][d] * expf(s_max[w][hh] - m);
+            if (n_splits == 1) dst[th * head_dim + d] = l > 0.0f ? a / l : 0.0f;
+            else out[2 + d] = a;
+        }
+        if (n_splits > 1 && threadIdx.x == 0) {
+            out[0] = m;
+            out[1] = l;
+        }
     }
     if (n_splits == 1) return;
-    if (threadIdx.x == 0) {
-        out[0] = m;
-        out[1] = l;
-    }
-    // The last split block of this (token, head) to finish merges all splits: every thread's
+    // The last split block of this (token, chunk) to finish merges all splits: every thread's
     // partial writes are made visible device-wide before the block is counted.
     __shared__ bool s_last;
     __threadfence();
     __syncthreads();
-    if (threadIdx.x == 0) s_last = atomicAdd(&done[th], 1u) == n_splits - 1;
+    if (threadIdx.x == 0) s_last = atomicAdd(&done[grp], 1u) == n_splits - 1;
     __syncthreads();
     if (!s_last) return;
-    if (threadIdx.x == 0) done[th] = 0;  // zero again for the next launch (or graph replay)
-    combine_splits(partial + (u64)th * n_splits * (2 + head_dim), dst + (u64)th * head_dim, head_dim, n_splits);
+    __threadfence();
+    if (threadIdx.x == 0) done[grp] = 0;  // zero again for the next launch (or graph replay)
+    for (u32 hh = 0; hh < nh; hh++) {
+        const u64 th = (u64)t * n_heads + h0 + hh;
+        combine_splits(partial + th * n_splits * (2 + head_dim), dst + th * head_dim, head_dim, n_splits);
+    }
 }

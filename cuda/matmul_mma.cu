@@ -7,12 +7,17 @@
 //             k-quant super-block's scale record)
 // Launch      matmul_mma_prep: one thread per value, one warp per block. matmul_mma: grid (ceil(n / 128),
 //             ceil(m / 64)), 256 threads = 8 warps, each 32 rows × 32 columns of the 64 × 128 output tile
-//             (2 warps along m × 4 along n); k in steps of one 32-value block, raw blocks copied into shared
+//             (2 warps along m × 4 along n). matmul_mma_split (split-K, for small m whose tiles would not fill
+//             the GPU): grid.z = splits, split z takes k-blocks [z · per, (z + 1) · per), per = ceil(nb /
+//             splits), writes its tile to partial [splits][m][n], and the last of a tile's splits to finish
+//             (a counter per tile in done, zero between launches) sums them in z order into dst.
+//             k in steps of one 32-value block, raw blocks copied into shared
 //             memory by cp.async MMA_STAGES deep; weight quants decoded per fragment to exact f16 integers,
 //             weight scales once per row and step into the stage (mma_rec_load / mma_rec_store)
 // Numerics    x rounded once to f16 (the only rounding before f32); q_w exact in f16; each block's
 //             Σ q_w x_j by two mma.sync m16n8k16 (f16 in, f32 accumulate), one per 16-value half, scaled
-//             in f32 by the decoder's (s0, s1, m0, m1) (SUB16: a scale per half) and summed in k order.
+//             in f32 by the decoder's (s0, s1, m0, m1) (SUB16: a scale per half) and summed in k order
+//             (split: within a split, then the splits in z order: the same bits for any finishing order).
 //             (Within a block, k is permuted identically for A and B: values 4t..4t+3 of the int8 pack
 //             feed fragment positions 2t, 2t+1, 2t+8, 2t+9.)
 
@@ -145,14 +150,55 @@ __device__ __forceinline__ void mma_rec_store(MmaStage& s, const MmaRec& rec, u3
     if (r < MMA_BN) s.wscale[r] = mma_scale(rec.w, (u64)(n0 + r) * nb + kb);
 }
 
-extern "C" __global__ void __launch_bounds__(256)
-    matmul_mma(const u8* qs, const u8* qh, const u8* dm, const u8* xh, const float* xsum, float* dst, u32 m, u32 n,
-               u32 k) {
+// Split-K epilogue: stores this split's tile in partial; the tile's last split to finish adds all of them
+// in z order into dst (the others' stores are fenced before they are counted, read back through L2).
+__device__ void mma_split_store(float acc[2][4][4], float* partial, u32* done, float* dst, u32 m, u32 n, u32 m0,
+                                u32 n0, u32 wm, u32 wn, u32 g, u32 t) {
+    const u32 z = blockIdx.z, splits = gridDim.z;
+#pragma unroll
+    for (int i = 0; i < 2; i++)
+#pragma unroll
+        for (int j = 0; j < 4; j++)
+#pragma unroll
+            for (int e = 0; e < 4; e++) {
+                const u32 rr = m0 + wm + 16 * i + g + (e >> 1) * 8, cc = n0 + wn + 8 * j + 2 * t + (e & 1);
+                if (rr < m && cc < n) partial[((u64)z * m + rr) * n + cc] = acc[i][j][e];
+            }
+    __shared__ bool s_last;
+    const u32 tile = blockIdx.y * gridDim.x + blockIdx.x;
+    __threadfence();
+    __syncthreads();
+    if (threadIdx.x == 0) s_last = atomicAdd(&done[tile], 1u) == splits - 1;
+    __syncthreads();
+    if (!s_last) return;
+    __threadfence();
+    if (threadIdx.x == 0) done[tile] = 0;  // zero again for the next launch (or graph replay)
+#pragma unroll
+    for (int i = 0; i < 2; i++)
+#pragma unroll
+        for (int j = 0; j < 4; j++)
+#pragma unroll
+            for (int e = 0; e < 4; e++) {
+                const u32 rr = m0 + wm + 16 * i + g + (e >> 1) * 8, cc = n0 + wn + 8 * j + 2 * t + (e & 1);
+                if (rr >= m || cc >= n) continue;
+                float sum = 0.0f;
+                for (u32 s = 0; s < splits; s++)
+                    sum += s == z ? acc[i][j][e] : __ldcg(&partial[((u64)s * m + rr) * n + cc]);
+                dst[(u64)rr * n + cc] = sum;
+            }
+}
+
+// The tile loop over k-blocks [kb0, kb0 + nb) of nb_all; SPLIT: finished by mma_split_store.
+template <bool SPLIT>
+__device__ __forceinline__ void mma_tile(const u8* qs, const u8* qh, const u8* dm, const u8* xh, const float* xsum,
+                                         float* dst, float* partial, u32* done, u32 m, u32 n, u32 k) {
     __shared__ MmaStage stages[MMA_STAGES];
     const u32 lane = threadIdx.x & 31, warp = threadIdx.x >> 5, g = lane >> 2, t = lane & 3;
     const u32 m0 = blockIdx.y * MMA_BM, n0 = blockIdx.x * MMA_BN;
     const u32 wm = (warp >> 2) * 32, wn = (warp & 3) * 32;
-    const u32 nb = k / 32;
+    const u32 nb_all = k / 32, per = SPLIT ? (nb_all + gridDim.z - 1) / gridDim.z : nb_all;
+    // This split's k-blocks (the host leaves no split empty).
+    const u32 kb0 = SPLIT ? blockIdx.z * per : 0, nb = SPLIT ? min(per, nb_all - min(nb_all, kb0)) : nb_all;
 #if LEVELS
     levels_init();  // read only after the main loop's first barrier
 #endif
@@ -167,8 +213,8 @@ extern "C" __global__ void __launch_bounds__(256)
 #pragma unroll
     for (u32 s = 0; s < MMA_STAGES - 1; s++) {
         if (s < nb) {
-            mma_load(stages[s], qs, qh, dm, xh, xsum, m, n, k, m0, n0, s);
-            mma_rec_store(stages[s], mma_rec_load(dm, n, nb, n0, s, true), nb, n0, s);
+            mma_load(stages[s], qs, qh, dm, xh, xsum, m, n, k, m0, n0, kb0 + s);
+            mma_rec_store(stages[s], mma_rec_load(dm, n, nb_all, n0, kb0 + s, true), nb_all, n0, kb0 + s);
         }
         cp_async_commit();
     }
@@ -176,10 +222,10 @@ extern "C" __global__ void __launch_bounds__(256)
         cp_async_wait<MMA_STAGES - 2>();  // block kb has landed (this thread's copies) ...
         __syncthreads();                  // ... everyone's, and stage (kb - 1) % STAGES is free again
         const u32 next = kb + MMA_STAGES - 1;
-        if (next < nb) mma_load(stages[next % MMA_STAGES], qs, qh, dm, xh, xsum, m, n, k, m0, n0, next);
+        if (next < nb) mma_load(stages[next % MMA_STAGES], qs, qh, dm, xh, xsum, m, n, k, m0, n0, kb0 + next);
         cp_async_commit();
         // Stored after this step's mma; read MMA_STAGES - 1 ≥ 2 barriers later.
-        const MmaRec rec = mma_rec_load(dm, n, nb, n0, next, next < nb);
+        const MmaRec rec = mma_rec_load(dm, n, nb_all, n0, kb0 + next, next < nb);
 
         const MmaStage& s = stages[kb % MMA_STAGES];
         // A fragments of both k16 halves of the block: row r, values 4t..4t+3 (step 0) and 16+4t.. (step 1).
@@ -248,9 +294,13 @@ extern "C" __global__ void __launch_bounds__(256)
 #endif
             }
         }
-        if (next < nb) mma_rec_store(stages[next % MMA_STAGES], rec, nb, n0, next);
+        if (next < nb) mma_rec_store(stages[next % MMA_STAGES], rec, nb_all, n0, kb0 + next);
     }
     cp_async_wait<0>();
+    if (SPLIT) {
+        mma_split_store(acc, partial, done, dst, m, n, m0, n0, wm, wn, g, t);
+        return;
+    }
 
 #pragma unroll
     for (int i = 0; i < 2; i++) {
@@ -264,6 +314,18 @@ extern "C" __global__ void __launch_bounds__(256)
             }
         }
     }
+}
+
+extern "C" __global__ void __launch_bounds__(256)
+    matmul_mma(const u8* qs, const u8* qh, const u8* dm, const u8* xh, const float* xsum, float* dst, u32 m, u32 n,
+               u32 k) {
+    mma_tile<false>(qs, qh, dm, xh, xsum, dst, nullptr, nullptr, m, n, k);
+}
+
+extern "C" __global__ void __launch_bounds__(256)
+    matmul_mma_split(const u8* qs, const u8* qh, const u8* dm, const u8* xh, const float* xsum, float* dst,
+                     float* partial, u32* done, u32 m, u32 n, u32 k) {
+    mma_tile<true>(qs, qh, dm, xh, xsum, dst, partial, done, m, n, k);
 }
 
 #endif

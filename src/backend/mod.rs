@@ -135,6 +135,10 @@ pub struct AttnBatch<B: Backend> {
     pub slot: Tensor<B>,        // u32 [n_tokens, 1]: KV slot each token writes
     pub block_table: Tensor<B>, // u32 [n_seqs, max_blocks_per_seq]
     pub block_size: usize,
+    /// Every token is the only one of its sequence (a decode step of many sequences). A hint fixed
+    /// with the batch shape: a backend may pick a per-token attention kernel; results are correct
+    /// either way.
+    pub decode: bool,
 }
 
 /// Attention geometry: n_heads query heads share n_kv_heads KV heads (GQA), head_dim each.

@@ -106,3 +106,52 @@ pub fn bench_batch<B: Backend>(
     }
     Ok(BatchReport { prompt_tokens: p, gen_tokens: n, points })
 }
+
+/// Aggregate decode tok/s (median, with a min–max bar) against B on a log₂ axis, each point labelled.
+pub fn svg(r: &BatchReport, title: &str) -> String {
+    let (w, h, m) = (560.0, 300.0, 56.0);
+    let mut out = format!(
+        "<svg xmlns=\"http://www.w3.org/2000/svg\" width=\"{w}\" height=\"{}\" font-family=\"sans-serif\" \
+         font-size=\"11\">\n<text x=\"10\" y=\"16\" font-size=\"13\">{}</text>\n",
+        h + 40.0,
+        super::offload::escape(title)
+    );
+    let log_b = |b: usize| (b.max(1) as f64).log2();
+    let x_max = r.points.iter().map(|p| log_b(p.batch)).fold(1.0, f64::max);
+    let y_max = r.points.iter().map(|p| p.decode_tok_s.max).fold(1e-9, f64::max) * 1.15;
+    let px = |b: usize| m + (w - 1.5 * m) * log_b(b) / x_max;
+    let py = |v: f64| 30.0 + (h - m) * (1.0 - v / y_max);
+    out += &format!(
+        "<line x1=\"{m}\" y1=\"{b}\" x2=\"{m}\" y2=\"30\" stroke=\"#000\"/>\n\
+         <line x1=\"{m}\" y1=\"{b}\" x2=\"{}\" y2=\"{b}\" stroke=\"#000\"/>\n\
+         <text x=\"{}\" y=\"{}\">sequences decoded together (B)</text>\n\
+         <text x=\"4\" y=\"38\">{y_max:.0}</text>\n<text x=\"4\" y=\"52\">tok/s</text>\n",
+        w - 0.5 * m,
+        w / 2.0 - 80.0,
+        h + 24.0,
+        b = py(0.0),
+    );
+    let mut pts: Vec<&BatchPoint> = r.points.iter().collect();
+    pts.sort_by_key(|p| p.batch);
+    let line: Vec<String> =
+        pts.iter().map(|p| format!("{:.1},{:.1}", px(p.batch), py(p.decode_tok_s.median))).collect();
+    out += &format!("<polyline fill=\"none\" stroke=\"#1f77b4\" stroke-width=\"2\" points=\"{}\"/>\n", line.join(" "));
+    for p in pts {
+        let (x, t) = (px(p.batch), &p.decode_tok_s);
+        out += &format!(
+            "<line x1=\"{x:.1}\" y1=\"{:.1}\" x2=\"{x:.1}\" y2=\"{:.1}\" stroke=\"#1f77b4\"/>\n\
+             <circle cx=\"{x:.1}\" cy=\"{:.1}\" r=\"3\" fill=\"#1f77b4\"/>\n\
+             <text x=\"{:.1}\" y=\"{:.1}\">{:.0}</text>\n<text x=\"{:.1}\" y=\"{:.1}\">{}</text>\n",
+            py(t.min),
+            py(t.max),
+            py(t.median),
+            x - 12.0,
+            py(t.median) - 8.0,
+            t.median,
+            x - 6.0,
+            py(0.0) + 14.0,
+            p.batch
+        );
+    }
+    out + "</svg>\n"
+}

@@ -157,6 +157,6 @@ pub fn svg(r: &OffloadReport, title: &str) -> String {
     out + "</svg>\n"
 }
 
-fn escape(s: &str) -> String {
+pub(super) fn escape(s: &str) -> String {
     s.replace('&', "&amp;").replace('<', "&lt;").replace('>', "&gt;")
 }

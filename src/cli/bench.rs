@@ -58,6 +58,11 @@ fn run_on<B: Backend>(backend: B, gguf: &Gguf, args: &BenchArgs) -> Result<()> {
                 );
             }
         }
+        if let Some(path) = &args.plot {
+            let title = format!("{} on {}: batched decode (p {p}, n {n})", model_stem(args), backend.name());
+            std::fs::write(path, bench::batch::svg(&report, &title))
+                .with_context(|| format!("writing {}", path.display()))?;
+        }
         out["batch"] = serde_json::to_value(&report)?;
     }
     if !args.draft_mode.is_empty() {
@@ -176,18 +181,20 @@ fn serve(url: &str, args: &BenchArgs) -> Result<()> {
     Ok(())
 }
 
+/// The model file's name without its extension, for plot titles.
+fn model_stem(args: &BenchArgs) -> String {
+    args.model.model.as_deref().map_or("model".into(), |m| {
+        std::path::Path::new(m).file_stem().map_or(m.into(), |s| s.to_string_lossy().into_owned())
+    })
+}
+
 /// `--gpu-layers`: the offload table, and its plot with `--plot`.
 fn offload<B: Backend>(backend: Arc<B>, gguf: &Gguf, layers: &[usize], args: &BenchArgs) -> Result<()> {
     let (p, n, runs) = (args.prompt_tokens, args.gen_tokens, args.runs);
     let name = backend.name();
     let report = bench::offload::bench_offload(backend, gguf, layers, &args.prefetch.0, p, n, runs)?;
     if let Some(path) = &args.plot {
-        let title = format!(
-            "{} on {name}: tok/s against resident layers (pp{p}, tg{n})",
-            args.model.model.as_deref().map_or("model".into(), |m| std::path::Path::new(m)
-                .file_stem()
-                .map_or(m.into(), |s| s.to_string_lossy()))
-        );
+        let title = format!("{} on {name}: tok/s against resident layers (pp{p}, tg{n})", model_stem(args));
         std::fs::write(path, bench::offload::svg(&report, &title))
             .with_context(|| format!("writing {}", path.display()))?;
     }

@@ -348,7 +348,8 @@ pub struct BenchArgs {
     /// With --gpu-layers: ring depths to try, a list (`1,2,4`).
     #[arg(long, default_value = "2", value_parser = parse_list)]
     pub prefetch: List,
-    /// With --gpu-layers: where to write the SVG plot of tok/s against resident layers.
+    /// With --gpu-layers: where to write the SVG plot of tok/s against resident layers; with
+    /// --batch: of aggregate decode tok/s against the batch size.
     #[arg(long)]
     pub plot: Option<PathBuf>,
     #[arg(long)]

@@ -47,6 +47,7 @@ impl<B: Backend> Activations<B> {
         n_logits: usize,
         max_blocks: usize,
         block_size: usize,
+        decode: bool,
     ) -> Result<Self> {
         let f = |rows, cols| be.alloc(DType::F32, rows, cols);
         let u = |rows, cols| be.alloc(DType::U32, rows, cols);
@@ -62,6 +63,7 @@ impl<B: Backend> Activations<B> {
                 slot: u(n_tokens, 1)?,
                 block_table: u(n_tokens, max_blocks)?,
                 block_size,
+                decode,
             },
             x: f(n_tokens, c.d_model)?,
             xn: f(n_tokens, c.d_model)?,

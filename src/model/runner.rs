@@ -228,7 +228,8 @@ impl<B: Backend> Runner<B> {
         }
         self.stage_inputs(batch, &seqs)?;
         let (n_tokens, n_logits) = (batch.len(), batch.n_logits().max(1));
-        self.use_shape(n_tokens, n_logits)?;
+        // One token per sequence is part of the shape: the backend may pick its attention kernel by it.
+        self.use_shape(n_tokens, n_logits, seqs.len() == n_tokens)?;
         let a = self.shapes.last_mut().expect("use_shape leaves its shape last");
         let be = &*self.backend;
         let h = &self.host;
@@ -319,8 +320,11 @@ impl<B: Backend> Runner<B> {
     }
 
     /// Moves this batch shape's activations to the end of `shapes`, allocating them on first use.
-    fn use_shape(&mut self, n_tokens: usize, n_logits: usize) -> Result<()> {
-        let found = self.shapes.iter().position(|a| a.n_tokens == n_tokens && a.n_logits == n_logits);
+    fn use_shape(&mut self, n_tokens: usize, n_logits: usize, decode: bool) -> Result<()> {
+        let found = self
+            .shapes
+            .iter()
+            .position(|a| a.n_tokens == n_tokens && a.n_logits == n_logits && a.batch.decode == decode);
         let a = match found {
             Some(i) => self.shapes.remove(i),
             None => {
@@ -335,6 +339,7 @@ impl<B: Backend> Runner<B> {
                     n_logits,
                     max_blocks,
                     self.cache.layout.block_size,
+                    decode,
                 )?
             }
         };

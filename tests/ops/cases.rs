@@ -322,6 +322,15 @@ pub fn all() -> Vec<Case> {
             cases.push(case(Op::Matmul { format, m, k, n }, Tolerance::Nmse(1e-7), SUM_WHY));
         }
     }
+    // Batched decode (m = 32 … 256 rows of distinct sequences): cuda's matmul_mma splits k when the
+    // tiles would not fill the GPU (16, 8, 4, 4 splits here; k = 3200 gives 12 splits of 9 blocks, the
+    // last of 5), a few formats to keep the oracle cheap.
+    for format in [Format::Q4_0, Format::Q8_0, Format::Q4_K, Format::Q6_K] {
+        for (m, k, n) in [(32, 4096, 320), (64, 2048, 257), (128, 1024, 200), (256, 1024, 136), (40, 3200, 130)] {
+            let k = k_for(format, k);
+            cases.push(case(Op::Matmul { format, m, k, n }, Tolerance::Nmse(1e-7), SUM_WHY));
+        }
+    }
     // silu_mul_matmul: decode (m = 1, 8: cuda's fused int8 path) and a batch past it (m = 13);
     // k = 1536 is SmolLM2's d_ff; hidden is rounded to f32 once, as silu_mul leaves it.
     const FUSED_WHY: &str = "silu in f32 (~1 ulp), then f32 accumulation over the same dequantized weights";
@@ -441,6 +450,13 @@ pub fn all() -> Vec<Case> {
     // Mixed batches: prefill chunks beside decodes, tokens shuffled (wgpu tiled: tiles span sequences).
     cases.push(attn(&[100, 1, 65, 33, 500], &[40, 1, 1, 33, 1], (9, 3), 64, 16));
     cases.push(attn(&[70, 40, 300], &[3, 1, 2], (8, 2), 128, 8)); // speculative verify beside decode (split-K)
+    // Decode batches of 64+ sequences (cuda: flash-decoding as for any decode batch, never the tiled
+    // kernel): llama-8b's heads (g = 4), g = 6 (query heads in chunks of 4 + 2 per block) and g = 8.
+    let lens = |n: usize| (0..n).map(|i| 1 + (i * 37) % 300).collect::<Vec<_>>();
+    cases.push(attn(&lens(64), &[1; 64], (32, 8), 128, 16));
+    cases.push(attn(&lens(130), &[1; 130], (12, 2), 64, 16));
+    cases.push(attn(&lens(9), &[1; 9], (16, 2), 64, 16));
+    cases.push(windowed(attn(&lens(96), &[1; 96], (8, 2), 128, 16), 100));
     // Sliding windows: blocks wholly before every batch token's window are u32::MAX in the table and
     // NaN in the cache (run.rs), so a kernel that reads one fails. Windows that are not multiples of the
     // block (16), wgpu's chunk (32) or cuda's key tile (64).

@@ -192,6 +192,7 @@ pub fn check<B: Backend>(b: &B) -> Vec<String> {
             slot: u32s(1, 1, &[0]),
             block_table: u32s(1, 2, table),
             block_size: 4,
+            decode: true,
         };
         let mut dst = f32s(1, 16);
         b.attention(&f32s(1, 16), &cache, &batch, shape, &mut dst)

@@ -285,6 +285,7 @@ impl PagedAttention {
             slot: u32_tensor(b, n, 1, &vec![0; n])?, // attention does not read it
             block_table: u32_tensor(b, a.seq_lens.len(), self.max_blocks, &self.table)?,
             block_size: a.block_size,
+            decode: seq.iter().collect::<std::collections::HashSet<_>>().len() == n,
         };
         let mut dst = b.alloc(DType::F32, n, q_dim)?;
         b.attention(&f32_tensor(b, n, q_dim, &q_host)?, &cache, &batch, &self.shape(), &mut dst)?;

@@ -1,18 +1,20 @@
 //! KV cache writes and paged attention on CUDA: `cuda/{kv_write,attention,attention_prefill,copy_slots}.cu`.
-//! Two attention kernels, chosen from the batch *shape* alone (n_tokens, head_dim, the device):
-//! - fewer than PREFILL_MIN_TOKENS tokens (decode, speculative verify, small batches): flash-decoding,
-//!   each (token, head)'s keys split over N_SPLITS blocks, merged by the last of them to finish. The split
-//!   count is a constant, so a token's bits do not depend on the batch or the block layout.
-//! - PREFILL_MIN_TOKENS or more (prefill chunks, mixed batches): `attention_prefill_<HD>`, a block per
-//!   64 (token, query head) rows of one KV head, K/V tiles staged once in shared memory for all of
-//!   them. Flash-decoding rereads a sequence's whole prefix for every query token and head (O(n²·d)
-//!   traffic); the tiled kernel reads it once per 64 rows.
+//! Two attention kernels, chosen from the batch *shape* alone (n_tokens, `AttnBatch::decode`, head_dim,
+//! the device):
+//! - decode batches (one token per sequence, any size) and fewer than PREFILL_MIN_TOKENS tokens
+//!   (speculative verify, small batches): flash-decoding, each token's keys split over N_SPLITS blocks,
+//!   merged by the last of them to finish; a block serves up to ATT_HEADS query heads of one KV head,
+//!   which share its K/V loads. The split count is a constant, so a token's bits do not depend on the
+//!   batch or the block layout.
+//! - PREFILL_MIN_TOKENS or more otherwise (prefill chunks, mixed batches): `attention_prefill_<HD>`, a
+//!   block per 64 (token, query head) rows of one KV head, K/V tiles staged once in shared memory for all
+//!   of them. Flash-decoding rereads a sequence's whole prefix for every query token (O(n²·d) traffic);
+//!   the tiled kernel reads it once per 64 rows.
 //!
 //! The choice never looks at seq or pos: a CUDA graph (graph.rs) captures a step's launches once per
-//! batch shape and replays them with new seq/pos, so launches may depend on the shape only; both
-//! kernels read seq/pos on the device. The price: a batch of 64+ decode tokens of distinct sequences
-//! runs the tiled kernel with one pass per sequence (correct, but without split-K parallelism), and a
-//! token's bits depend on which kernel ran it (cuda does not promise batch invariance; README).
+//! batch shape and replays them with new seq/pos, so launches may depend on the shape only (the runner
+//! keeps decode and mixed batches of one size apart); both kernels read seq/pos on the device. A token's
+//! bits depend on which kernel ran it (cuda does not promise batch invariance; README).
 
 use cudarc::driver::{LaunchConfig, PushKernelArg, sys};
 
@@ -24,6 +26,8 @@ use crate::error::{Error, Result};
 
 /// Key splits per (token, head): split s takes keys j ≡ s (mod N_SPLITS).
 const N_SPLITS: usize = 16;
+/// Query heads of one KV head per flash-decoding block (cuda/attention.cu's ATT_HEADS).
+const ATT_HEADS: usize = 4;
 /// Batches of at least this many tokens run attention_prefill. Decode batches are usually smaller,
 /// prefill chunks larger; below it the tiled kernel would have too few blocks to fill the GPU.
 const PREFILL_MIN_TOKENS: usize = 64;
@@ -78,7 +82,10 @@ pub fn attention(
     if n_tokens * n_heads == 0 {
         return Ok(());
     }
-    match prefill_variant(cuda, n_tokens, head_dim)? {
+    // A decode batch (one token per sequence) has nothing for the tiled kernel to share: each token
+    // reads its own sequence's keys, so split-K's parallelism wins at every batch size.
+    let tiled = if batch.decode { None } else { prefill_variant(cuda, n_tokens, head_dim)? };
+    match tiled {
         Some(variant) => attention_prefill(cuda, q, cache, batch, shape, variant, dst),
         None => attention_split(cuda, q, cache, batch, shape, dst),
     }
@@ -156,19 +163,21 @@ fn attention_split(
     let AttnShape { n_heads, n_kv_heads, head_dim, scale, .. } = *shape;
     let window = window_arg(shape);
     let pairs = q.rows * n_heads;
+    // A block per (token, chunk of up to ATT_HEADS query heads of one KV head): the chunk shares K/V loads.
+    let groups = q.rows * n_kv_heads * (n_heads / n_kv_heads).div_ceil(ATT_HEADS);
     let n_splits = N_SPLITS;
     let partial_bytes = if n_splits > 1 { pairs * n_splits * (2 + head_dim) * 4 } else { 0 };
     let mut scratch = cuda.scratch(&cuda.attn_scratch, partial_bytes)?;
     let partial = scratch.as_mut().expect("scratch allocated");
     // Split counters: zeroed when allocated, left zero by every launch (the merging block resets its own).
-    let mut counters = cuda.scratch(&cuda.attn_counters, pairs * 4)?;
+    let mut counters = cuda.scratch(&cuda.attn_counters, groups * 4)?;
     let done = counters.as_mut().expect("scratch allocated");
 
     let f = cuda.function(Module::Attention, entry::ATTENTION)?;
     let u = |v: usize| v as u32;
     let (nh, nkv, hd, bs, mb, ns) =
         (u(n_heads), u(n_kv_heads), u(head_dim), u(batch.block_size), u(batch.block_table.cols), u(n_splits));
-    let cfg = LaunchConfig { grid_dim: (u(pairs), ns, 1), block_dim: (128, 1, 1), shared_mem_bytes: 0 };
+    let cfg = LaunchConfig { grid_dim: (u(groups), ns, 1), block_dim: (128, 1, 1), shared_mem_bytes: 0 };
     let mut l = cuda.stream.launch_builder(&f);
     l.arg(&q.buf.dev).arg(&cache.k.buf.dev).arg(&cache.v.buf.dev).arg(&batch.seq.buf.dev).arg(&batch.pos.buf.dev);
     l.arg(&batch.block_table.buf.dev).arg(&mut dst.buf.dev).arg(&mut *partial).arg(&mut *done);
@@ -177,7 +186,7 @@ fn attention_split(
     // SAFETY: arguments match cuda/attention.cu; q, dst hold n_tokens · n_heads · head_dim floats,
     // seq/pos n_tokens u32, block_table n_seqs · max_blocks u32 (the model fills it with valid
     // blocks; check::attention rejected host-written bad indices, and the kernel still skips seq ≥ n_seqs
-    // and slots ≥ n_slots), partial pairs · n_splits · (2 + head_dim) floats, done pairs u32.
+    // and slots ≥ n_slots), partial pairs · n_splits · (2 + head_dim) floats, done groups u32.
     unsafe { l.launch(cfg) }.map_err(driver)?;
     Ok(())
 }

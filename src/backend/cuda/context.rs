@@ -32,6 +32,12 @@ pub struct Cuda {
     pub(super) attn_scratch: Mutex<Option<CudaSlice<u8>>>,
     /// Split-K completion counters of attention: zero between launches.
     pub(super) attn_counters: Mutex<Option<CudaSlice<u8>>>,
+    /// Split-K partial tiles of matmul_mma.
+    pub(super) mma_scratch: Mutex<Option<CudaSlice<u8>>>,
+    /// Split-K completion counters of matmul_mma, one per output tile: zero between launches.
+    pub(super) mma_counters: Mutex<Option<CudaSlice<u8>>>,
+    /// Streaming multiprocessors: how many blocks fill the device (split-K sizes).
+    pub(super) sm_count: u32,
     /// Bumped whenever a scratch buffer moves (graphs that captured the old one are stale).
     pub(super) scratch_generation: AtomicU64,
     /// Recorded decode steps (CUDA graphs); off with `ULTRA_CUDA_GRAPHS=0`.
@@ -67,6 +73,10 @@ impl Cuda {
         let arch: &'static str = Box::leak(format!("sm_{major}{minor}").into_boxed_str());
         let stream = ctx.new_stream().map_err(driver)?;
         let copy_stream = ctx.new_stream().map_err(driver)?;
+        let sm_count = ctx
+            .attribute(cudarc::driver::sys::CUdevice_attribute::CU_DEVICE_ATTRIBUTE_MULTIPROCESSOR_COUNT)
+            .map_err(driver)?
+            .max(1) as u32;
         Ok(Cuda {
             ctx,
             stream,
@@ -78,6 +88,9 @@ impl Cuda {
             q8_scratch: Mutex::default(),
             attn_scratch: Mutex::default(),
             attn_counters: Mutex::default(),
+            mma_scratch: Mutex::default(),
+            mma_counters: Mutex::default(),
+            sm_count,
             scratch_generation: AtomicU64::new(0),
             graphs: Mutex::default(),
             graphs_enabled: std::env::var("ULTRA_CUDA_GRAPHS").map_or(true, |v| v != "0") && !profile::requested(),

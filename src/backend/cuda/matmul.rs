@@ -3,7 +3,8 @@
 //! activations are first quantized to int8 blocks (`cuda/quantize_q8_1.cu`) and the dot products
 //! use dp4a, as llama.cpp's MMVQ. m > 8 (prefill, batches, speculative verification): quantized
 //! weights go through f16 tensor cores (`cuda/matmul_mma.cu`: exact integer quants, x rounded to
-//! f16, f32 accumulation, scales applied per block); float weights through a shared-memory tiled
+//! f16, f32 accumulation, scales applied per block; split over k, `matmul_mma_split`, for m ≤ 256
+//! when the tiles would not fill the GPU); float weights through a shared-memory tiled
 //! GEMM in f32 (`matmul_tile`). An int8 tensor-core variant (x quantized as for the GEMV) beat SIMT
 //! too, but its prefill error (NMSE 3e-3 on the reference model) failed the e2e tests
 //! (benches/notes/cuda.md, v2a).
@@ -24,6 +25,13 @@ const VEC_THREADS: u32 = 128;
 /// Output tile of matmul_mma: MMA_BM activation rows × MMA_BN weight rows (cuda/matmul_mma.cu).
 const MMA_BM: u32 = 64;
 const MMA_BN: u32 = 128;
+/// Split-K of matmul_mma for m ≤ MMA_SPLIT_MAX_M (batched decode): split k until the grid has about
+/// MMA_BLOCKS_PER_SM blocks per SM (32 decode rows give one tile row: 32 tiles for a 4096-row
+/// weight), each split at least MMA_MIN_SPLIT_BLOCKS 32-value blocks of k. Prefill (m 512) kept its
+/// grid and kernel (benches/notes/cuda.md, v11).
+const MMA_SPLIT_MAX_M: u32 = 256;
+const MMA_BLOCKS_PER_SM: u32 = 2;
+const MMA_MIN_SPLIT_BLOCKS: u32 = 8;
 
 /// Profile row of one call: path, format, shape; bytes = the weight, read once.
 pub fn label(x: &Tensor<Cuda>, w: &Weight<Cuda>) -> (String, u64) {
@@ -211,21 +219,45 @@ fn matmul_mma(cuda: &Cuda, x: &Tensor<Cuda>, w: &Weight<Cuda>, dst: &mut Tensor<
     // SAFETY: arguments match matmul_mma_prep in cuda/matmul_mma.cu; x holds total floats, xh
     // total halves, xsum total / sum_span floats (k is a multiple of 32 for quantized formats).
     unsafe { l.launch(grid_1d(total, 256)?) }.map_err(driver)?;
-    let f = cuda.function(module, entry::MATMUL_MMA)?;
-    let cfg = LaunchConfig {
-        grid_dim: (n.div_ceil(MMA_BN), m.div_ceil(MMA_BM), 1),
-        block_dim: (256, 1, 1),
-        shared_mem_bytes: 0,
-    };
+    let (tiles_n, tiles_m) = (n.div_ceil(MMA_BN), m.div_ceil(MMA_BM));
+    let splits =
+        if m <= MMA_SPLIT_MAX_M { mma_splits(cuda.sm_count, tiles_n * tiles_m, k / Q8_BLOCK as u32) } else { 1 };
+    let cfg = LaunchConfig { grid_dim: (tiles_n, tiles_m, splits), block_dim: (256, 1, 1), shared_mem_bytes: 0 };
     let [qs, qh, dm] = w.storage.qs_qh_dm();
+    if splits == 1 {
+        let f = cuda.function(module, entry::MATMUL_MMA)?;
+        let mut l = cuda.stream.launch_builder(&f);
+        l.arg(qs).arg(qh).arg(dm).arg(&mut xh).arg(&mut xsum).arg(&mut dst.buf.dev);
+        l.arg(&m).arg(&n).arg(&k);
+        // SAFETY: arguments match matmul_mma in cuda/matmul_mma.cu; the weight arrays hold n · k / 32
+        // blocks (dm padded by 16 bytes for the paired-word reads; k-quants: n · k / 256 scale records),
+        // xh m · k halves and xsum m · k / sum_span floats as written above (16-byte aligned), dst m · n floats.
+        unsafe { l.launch(cfg) }.map_err(driver)?;
+        return Ok(());
+    }
+    let mut partial = cuda.scratch(&cuda.mma_scratch, splits as usize * x.rows * w.rows * 4)?;
+    let partial = partial.as_mut().expect("scratch allocated");
+    // Tile counters: zeroed when allocated, left zero by every launch (each tile's last split resets its own).
+    let mut counters = cuda.scratch(&cuda.mma_counters, (tiles_n * tiles_m) as usize * 4)?;
+    let done = counters.as_mut().expect("scratch allocated");
+    let f = cuda.function(module, entry::MATMUL_MMA_SPLIT)?;
     let mut l = cuda.stream.launch_builder(&f);
-    l.arg(qs).arg(qh).arg(dm).arg(&mut xh).arg(&mut xsum).arg(&mut dst.buf.dev);
+    l.arg(qs).arg(qh).arg(dm).arg(&mut xh).arg(&mut xsum).arg(&mut dst.buf.dev).arg(&mut *partial).arg(&mut *done);
     l.arg(&m).arg(&n).arg(&k);
-    // SAFETY: arguments match matmul_mma in cuda/matmul_mma.cu; the weight arrays hold n · k / 32
-    // blocks (dm padded by 16 bytes for the paired-word reads; k-quants: n · k / 256 scale records),
-    // xh m · k halves and xsum m · k / sum_span floats as written above (16-byte aligned), dst m · n floats.
+    // SAFETY: as matmul_mma above, and partial holds splits · m · n floats, done tiles_n · tiles_m u32;
+    // mma_splits leaves no split without k-blocks.
     unsafe { l.launch(cfg) }.map_err(driver)?;
     Ok(())
+}
+
+/// Splits of k for matmul_mma's `tiles` output tiles over `nb` 32-value blocks: enough for about
+/// MMA_BLOCKS_PER_SM blocks per SM, at least MMA_MIN_SPLIT_BLOCKS blocks each, and none empty (the
+/// kernel gives split z blocks [z · per, (z + 1) · per) with per = ceil(nb / splits)). Depends on
+/// the shape and the device only, as a graph replay needs.
+pub(super) fn mma_splits(sm_count: u32, tiles: u32, nb: u32) -> u32 {
+    let wanted = (sm_count * MMA_BLOCKS_PER_SM).div_ceil(tiles.max(1));
+    let splits = wanted.min(nb / MMA_MIN_SPLIT_BLOCKS).max(1);
+    nb.div_ceil(nb.div_ceil(splits).max(1)).max(1)
 }
 
 /// m > 8 with float weights: the f32 SIMT tile (also the readable reference of the tiled GEMM).
