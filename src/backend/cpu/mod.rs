@@ -42,7 +42,8 @@ pub enum Activations {
 
 impl Activations {
     /// `ULTRA_CPU_ACTIVATIONS` (`int8` or `f32`) if set, else int8 where this CPU has its
-    /// kernels (AVX-512 VNNI) and f32 elsewhere (the portable int8 code is exact but slow).
+    /// kernels (AVX-512 VNNI, or AVX2) and f32 elsewhere (the portable int8 code is exact but
+    /// slow).
     pub fn from_env() -> Result<Activations> {
         match std::env::var("ULTRA_CPU_ACTIVATIONS").ok().as_deref().map(str::trim) {
             None | Some("") => Ok(Activations::for_this_cpu()),
