@@ -1,10 +1,10 @@
 //! `ultra quantize`: a GGUF file's matrices in another format (`quant::target` decides which
 //! tensor gets which), written as GGUF: ggml's formats with their standard type ids, so
 //! llama.cpp reads the file; ours with type ids from 1000 and `ultra.quant.version`. Our formats
-//! are quantized by GPTQ (`gptq`) on a calibration run of the source model
-//! (`model::calibrate`) where `target::gptq_by_default` says so (or everywhere with
-//! `--calibrate-all`, nowhere with `--no-calibrate`), else rounded to nearest; ggml's formats by
-//! their own quantizers.
+//! are quantized under a calibration run of the source model (`model::calibrate`) by the method
+//! `gptq::default_method` picks (importance-weighted rounding from a quantized source, GPTQ from a
+//! float one; GPTQ everywhere with `--calibrate-all`), or rounded to nearest with
+//! `--no-calibrate`; ggml's formats by their own quantizers.
 
 use std::collections::BTreeMap;
 use std::io::BufWriter;
@@ -16,12 +16,12 @@ use indicatif::{ProgressBar, ProgressStyle};
 
 use super::ModelArgs;
 use ultra::gguf::{GgufWriter, Value};
-use ultra::gptq::convert_calibrated;
+use ultra::gptq::{Method, convert_calibrated, default_method};
 use ultra::model::Config;
 use ultra::model::calibrate::{self, Calibration};
 use ultra::quant::intn::{VERSION, VERSION_KEY};
 use ultra::quant::kquant::mix::MixModel;
-use ultra::quant::target::{DEFAULT_KEEP, ROLES, Target, bits_per_weight, gptq_by_default};
+use ultra::quant::target::{DEFAULT_KEEP, ROLES, Target, bits_per_weight};
 
 #[derive(Args, Clone, Debug)]
 pub struct QuantizeArgs {
@@ -42,17 +42,18 @@ pub struct QuantizeArgs {
     pub keep: Vec<String>,
     #[arg(long)]
     pub out: PathBuf,
-    /// Calibration text for GPTQ (default: the bundled `src/model/calibration.txt`).
+    /// Calibration text (default: the bundled `src/model/calibration.txt`).
     #[arg(long, value_name = "FILE", conflicts_with = "no_calibrate")]
     pub calibrate: Option<PathBuf>,
     /// Calibration tokens (the text's first N), run in chunks of 512.
     #[arg(long, value_name = "N", default_value_t = 2048)]
     pub calibrate_tokens: usize,
-    /// Round each group to nearest (no calibration, no GPTQ).
+    /// Round each group to nearest by the plain search (no calibration: no importance weights, no
+    /// GPTQ).
     #[arg(long)]
     pub no_calibrate: bool,
-    /// GPTQ for every matrix, also INT8/INT4/INT2 from an already quantized source (which by
-    /// default round to nearest: there GPTQ measured worse, see README).
+    /// GPTQ for every matrix, also from an already quantized source (which by default takes
+    /// importance-weighted rounding: there GPTQ measured worse, see README).
     #[arg(long, conflicts_with = "no_calibrate")]
     pub calibrate_all: bool,
 }
@@ -109,20 +110,17 @@ pub fn run(args: QuantizeArgs) -> Result<()> {
         );
     }
 
-    let gptq_wanted = |source: ultra::Format, to: ultra::Format| match to {
-        ultra::Format::Intn(f) => source != to && (args.calibrate_all || gptq_by_default(source, f)),
-        _ => false,
+    let method = |source: ultra::Format, to: ultra::Format| match to {
+        ultra::Format::Intn(f) if source != to => {
+            Some(if args.calibrate_all { Method::Gptq } else { default_method(source, f) })
+        }
+        _ => None,
     };
-    let any_gptq = plan.iter().any(|(_, s, f)| gptq_wanted(*s, *f));
-    let calibration = if any_gptq && !args.no_calibrate {
+    let calibration = if !args.no_calibrate && plan.iter().any(|(_, s, f)| method(*s, *f).is_some()) {
         Some(run_calibration(&gguf, &args)?)
     } else {
         if args.calibrate.is_some() {
-            eprintln!(
-                "note: no tensor is quantized by GPTQ here ({}; from a quantized source int8/int4/int2 round \
-                 to nearest unless --calibrate-all): --calibrate is unused",
-                target.name()
-            );
+            eprintln!("note: no tensor takes one of Ultra's group-wise formats here: --calibrate is unused");
         }
         None
     };
@@ -133,14 +131,16 @@ pub fn run(args: QuantizeArgs) -> Result<()> {
         .with_style(ProgressStyle::with_template("{bar:40} {pos}/{len} tensors {msg}").expect("a valid template"));
     let (mut bytes, mut values, mut matrix_bytes, mut matrix_values) = (0u64, 0u64, 0u64, 0u64);
     let mut counts: BTreeMap<String, usize> = BTreeMap::new();
-    let mut gptq_tensors = 0;
+    let mut methods: BTreeMap<Method, usize> = BTreeMap::new();
     for (info, source, format) in &plan {
         bar.set_message(info.name.clone());
         let source_bytes = gguf.tensor_bytes(info);
-        let hessian =
-            calibration.as_ref().filter(|_| gptq_wanted(*source, *format)).and_then(|c| c.for_tensor(&info.name));
-        gptq_tensors += hessian.is_some() as usize;
-        let data = convert_calibrated(*source, source_bytes.bytes(), info.rows(), info.cols(), *format, hessian)
+        let calibrated =
+            method(*source, *format).and_then(|m| Some((calibration.as_ref()?.for_tensor(&info.name)?, m)));
+        if let Some((_, m)) = calibrated {
+            *methods.entry(m).or_default() += 1;
+        }
+        let data = convert_calibrated(*source, source_bytes.bytes(), info.rows(), info.cols(), *format, calibrated)
             .with_context(|| format!("tensor {}", info.name))?;
         stream.write(&data)?;
         let n = (info.rows() * info.cols()) as u64;
@@ -158,9 +158,13 @@ pub fn run(args: QuantizeArgs) -> Result<()> {
     let source_len = std::fs::metadata(&path)?.len();
     let out_len = std::fs::metadata(&args.out)?.len();
     let method = match &calibration {
-        Some(c) => {
-            format!("GPTQ on {} calibration tokens for {gptq_tensors} tensors, round-to-nearest for the rest", c.tokens)
-        }
+        Some(c) => format!(
+            "calibrated on {} tokens: {} tensors by importance-weighted rounding, {} by GPTQ, the rest \
+             rounded to nearest",
+            c.tokens,
+            methods.get(&Method::Weighted).unwrap_or(&0),
+            methods.get(&Method::Gptq).unwrap_or(&0)
+        ),
         None if target.is_ours() => "round-to-nearest".to_string(),
         None => "ggml's quantizers".to_string(),
     };

@@ -61,6 +61,11 @@ impl Hessian {
         Ok(())
     }
 
+    /// The diagonal, Σ x_i² per input i.
+    pub fn diag(&self) -> Vec<f64> {
+        (0..self.k).map(|i| self.upper[i * self.k + i]).collect()
+    }
+
     /// The whole symmetric matrix [k, k].
     pub fn full(&self) -> Vec<f64> {
         let k = self.k;

@@ -89,3 +89,22 @@ fn dead_inputs_and_bad_shapes() {
     let mut odd = uniform(rows * 48, 9);
     assert!(quantize(f, &mut odd, rows, 48, &Hessian::new(48)).is_err(), "cols not whole blocks");
 }
+
+#[test]
+fn identity_hessian_with_importance_is_the_weighted_rounding_bit_for_bit() {
+    let (rows, cols) = (5, 256);
+    let mut h = Hessian::new(cols);
+    let eye: Vec<f32> = (0..cols * cols).map(|i| if i / cols == i % cols { 1.0 } else { 0.0 }).collect();
+    h.add(&eye).unwrap();
+    let importance: Vec<f32> = uniform(cols, 3).iter().map(|v| 1.0 + v.abs() * 10.0).collect();
+    for f in ALL {
+        let w = uniform(rows * cols, 50 + f.type_id() as u64);
+        let mut rtn = vec![0u8; rows * cols / f.block_len() * f.block_bytes()];
+        let row_bytes = rtn.len() / rows;
+        for (x, dst) in w.chunks(cols).zip(rtn.chunks_mut(row_bytes)) {
+            quantize_block_row_weighted(f, x, &importance, dst);
+        }
+        let got = quantize_weighted(f, &mut w.clone(), rows, cols, &h, Some(&importance)).unwrap();
+        assert!(got == rtn, "{}: GPTQ with H = I differs from the weighted rounding", f.name());
+    }
+}

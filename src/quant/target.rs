@@ -195,14 +195,3 @@ pub fn convert(from: Format, bytes: &[u8], rows: usize, cols: usize, to: Format)
     }
     Ok(out)
 }
-
-/// Whether `ultra quantize` runs GPTQ for a `source` tensor going to `to` unless told otherwise:
-/// not for the INT-b formats from an already quantized source, where it measured worse than
-/// round-to-nearest on SmolLM2 (Q4_1) at ctx 512: int4 G128 +48% vs +25%, int2 G128 perplexity
-/// 108,088 vs 6,953 (README). Such a source sits on a uniform grid that INT8 contains and INT4
-/// G64 often does, so round-to-nearest keeps many weights exact, while GPTQ's error spreading moves
-/// every later weight off it. NF4's levels share little with such a grid, and there GPTQ wins
-/// (nf4 G128 +28% vs +37%). From a float source every group-wise target takes GPTQ.
-pub fn gptq_by_default(source: Format, to: Intn) -> bool {
-    !(source.is_quantized() && matches!(to.scheme, Scheme::Int8 | Scheme::Int4 | Scheme::Int2))
-}

@@ -28,9 +28,10 @@
 
 mod dequant;
 mod quantize;
+mod weighted;
 
 pub use dequant::dequantize_block_row;
-pub use quantize::{code_under_header, pack_block, quantize_block_row};
+pub use quantize::{code_under_header, pack_block, quantize_block_row, quantize_block_row_weighted};
 
 /// Version of this layout, written to GGUF metadata as `ultra.quant.version`; bump on any change.
 pub const VERSION: u32 = 1;

@@ -26,7 +26,7 @@
 
 use half::f16;
 
-use super::{HEADER_BYTES, Intn, NF4, Scheme};
+use super::{HEADER_BYTES, Intn, NF4, Scheme, weighted};
 
 /// Midpoints between neighbouring NF4 levels, in f32.
 const MIDPOINTS: [f32; 15] = {
@@ -40,7 +40,7 @@ const MIDPOINTS: [f32; 15] = {
 };
 
 /// The f16 nearest to `x`, saturated at f16's largest finite value (scales are non-negative).
-fn scale_f16(x: f32) -> f16 {
+pub(super) fn scale_f16(x: f32) -> f16 {
     f16::from_f32(x.min(f16::MAX.to_f32()))
 }
 
@@ -81,15 +81,65 @@ pub fn quantize_block_row(f: Intn, src: &[f32], dst: &mut [u8]) {
             Scheme::Nf4Dq => {
                 let g = f.group.size();
                 let a: [f32; 2] = std::array::from_fn(|j| nf4_scale(&x[j * g..(j + 1) * g], false));
-                let d = scale_f16(a[0].max(a[1]) / 255.0);
-                let c = a.map(|a| code_scale(a, d.to_f32()));
-                header.copy_from_slice(&[d.to_le_bytes()[0], d.to_le_bytes()[1], c[0], c[1]]);
-                for j in 0..2 {
-                    nf4_codes(&x[j * g..(j + 1) * g], d.to_f32() * c[j] as f32, &mut q[j * g..(j + 1) * g]);
-                }
+                nf4_dq_block(x, a, g, header, &mut q);
             }
         }
         pack(&q, f.scheme.bits(), data);
+    }
+}
+
+/// As [`quantize_block_row`], but each group's header is the one of least
+/// Σ_j importance_j·(x_j − x̂_j)² (`weighted.rs`), `importance` holding one non-negative weight
+/// per value of `src` (calibration's diag(Σ xᵀx) of the input column). Panics if the lengths
+/// disagree.
+pub fn quantize_block_row_weighted(f: Intn, src: &[f32], importance: &[f32], dst: &mut [u8]) {
+    assert_eq!(src.len(), importance.len(), "intn quantize: one importance per value");
+    assert!(
+        src.len().is_multiple_of(f.block_len()) && dst.len() == src.len() / f.block_len() * f.block_bytes(),
+        "intn quantize: {} values do not fill {} bytes of {}",
+        src.len(),
+        dst.len(),
+        f.name()
+    );
+    let mut q = vec![0u8; f.block_len()];
+    let blocks = src.chunks_exact(f.block_len()).zip(importance.chunks_exact(f.block_len()));
+    for ((x, h), b) in blocks.zip(dst.chunks_exact_mut(f.block_bytes())) {
+        let (header, data) = b.split_at_mut(HEADER_BYTES);
+        match f.scheme {
+            Scheme::Int8 | Scheme::Int4 | Scheme::Int2 => {
+                let n = ((1u32 << f.scheme.bits()) - 1) as f32;
+                let Some((d, z)) = weighted::int_header(x, h, n) else {
+                    header.fill(0);
+                    q.fill(0);
+                    pack(&q, f.scheme.bits(), data);
+                    continue;
+                };
+                assign(x, h, d.to_f32(), z, n, &mut q);
+                header.copy_from_slice(&[d.to_le_bytes()[0], d.to_le_bytes()[1], z as u8, 0]);
+            }
+            Scheme::Nf4 => {
+                let s = scale_f16(weighted::nf4_scale(x, h, true));
+                header.copy_from_slice(&[s.to_le_bytes()[0], s.to_le_bytes()[1], 0, 0]);
+                nf4_codes(x, s.to_f32(), &mut q);
+            }
+            Scheme::Nf4Dq => {
+                let g = f.group.size();
+                let a: [f32; 2] =
+                    std::array::from_fn(|j| weighted::nf4_scale(&x[j * g..(j + 1) * g], &h[j * g..(j + 1) * g], false));
+                nf4_dq_block(x, a, g, header, &mut q);
+            }
+        }
+        pack(&q, f.scheme.bits(), data);
+    }
+}
+
+/// NF4_DQ's header and codes from its two groups' scales `a`.
+fn nf4_dq_block(x: &[f32], a: [f32; 2], g: usize, header: &mut [u8], q: &mut [u8]) {
+    let d = scale_f16(a[0].max(a[1]) / 255.0);
+    let c = a.map(|a| code_scale(a, d.to_f32()));
+    header.copy_from_slice(&[d.to_le_bytes()[0], d.to_le_bytes()[1], c[0], c[1]]);
+    for j in 0..2 {
+        nf4_codes(&x[j * g..(j + 1) * g], d.to_f32() * c[j] as f32, &mut q[j * g..(j + 1) * g]);
     }
 }
 
@@ -174,7 +224,7 @@ fn int_group(x: &[f32], bits: usize, header: &mut [u8], q: &mut [u8]) {
 }
 
 /// levels = clamp(round(x / d) + z, 0, n); returns the weighted squared error of d·(q - z).
-fn assign(x: &[f32], w: &[f32], d: f32, z: f32, n: f32, levels: &mut [u8]) -> f32 {
+pub(super) fn assign(x: &[f32], w: &[f32], d: f32, z: f32, n: f32, levels: &mut [u8]) -> f32 {
     let mut err = 0.0;
     for ((l, &v), &w) in levels.iter_mut().zip(x).zip(w) {
         let q = ((v / d).round() + z).clamp(0.0, n);
@@ -186,7 +236,7 @@ fn assign(x: &[f32], w: &[f32], d: f32, z: f32, n: f32, levels: &mut [u8]) -> f3
 }
 
 /// The least-squares line x ≈ a·q + b, if the levels are not all equal.
-fn fit_line(x: &[f32], w: &[f32], q: &[u8]) -> Option<(f32, f32)> {
+pub(super) fn fit_line(x: &[f32], w: &[f32], q: &[u8]) -> Option<(f32, f32)> {
     let (mut sw, mut sq, mut sx, mut sqq, mut sqx) = (0.0f64, 0.0f64, 0.0f64, 0.0f64, 0.0f64);
     for ((&l, &v), &w) in q.iter().zip(x).zip(w) {
         let (l, v, w) = (l as f64, v as f64, w as f64);
@@ -202,7 +252,7 @@ fn fit_line(x: &[f32], w: &[f32], q: &[u8]) -> Option<(f32, f32)> {
 }
 
 /// The least-squares d of x ≈ d·(q - z), if some level differs from z.
-fn fit_scale(x: &[f32], w: &[f32], q: &[u8], z: f32) -> Option<f32> {
+pub(super) fn fit_scale(x: &[f32], w: &[f32], q: &[u8], z: f32) -> Option<f32> {
     let (mut num, mut den) = (0.0f64, 0.0f64);
     for ((&l, &v), &w) in q.iter().zip(x).zip(w) {
         let (t, w) = (l as f64 - z as f64, w as f64);
