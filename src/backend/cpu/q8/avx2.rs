@@ -125,19 +125,19 @@ unsafe fn spread(v: __m128, i: i32, j: i32) -> __m256 {
     unsafe { _mm256_permutevar8x32_ps(_mm256_castps128_ps256(v), _mm256_setr_epi32(i, i, i, i, j, j, j, j)) }
 }
 
-/// Byte p of the result is 0x10 where bit p of `bits` is set, else 0.
-#[inline(always)]
+/// Byte p of the result is 0x10 where bit p of `bits` is set, else 0. (A target-feature fn, not
+/// a closure in decode: closures do not inherit the caller's features, and the intrinsics would
+/// stay calls.)
+#[target_feature(enable = "avx2")]
+#[inline]
 unsafe fn fifth_bits(bits: u32) -> __m256i {
-    // SAFETY: register arithmetic only.
-    unsafe {
-        let byte_of_bit = _mm256_setr_epi8(
-            0, 0, 0, 0, 0, 0, 0, 0, 1, 1, 1, 1, 1, 1, 1, 1, 2, 2, 2, 2, 2, 2, 2, 2, 3, 3, 3, 3, 3, 3, 3, 3,
-        );
-        let bytes = _mm256_shuffle_epi8(_mm256_set1_epi32(bits as i32), byte_of_bit);
-        let bit = _mm256_set1_epi64x(0x8040_2010_0804_0201u64 as i64);
-        let set = _mm256_cmpeq_epi8(_mm256_and_si256(bytes, bit), bit);
-        _mm256_and_si256(set, _mm256_set1_epi8(0x10))
-    }
+    let byte_of_bit = _mm256_setr_epi8(
+        0, 0, 0, 0, 0, 0, 0, 0, 1, 1, 1, 1, 1, 1, 1, 1, 2, 2, 2, 2, 2, 2, 2, 2, 3, 3, 3, 3, 3, 3, 3, 3,
+    );
+    let bytes = _mm256_shuffle_epi8(_mm256_set1_epi32(bits as i32), byte_of_bit);
+    let bit = _mm256_set1_epi64x(0x8040_2010_0804_0201u64 as i64);
+    let set = _mm256_cmpeq_epi8(_mm256_and_si256(bytes, bit), bit);
+    _mm256_and_si256(set, _mm256_set1_epi8(0x10))
 }
 
 /// The levels, d, m and z of chunk `c` of a row at `p`, all 64 values present.
@@ -161,12 +161,6 @@ unsafe fn decode<const K: u8>(p: *const u8, c: usize) -> WRegs {
             let mask = _mm256_set1_epi8(0x0f);
             [_mm256_and_si256(t, mask), _mm256_and_si256(_mm256_srli_epi16::<4>(t), mask)]
         };
-        // Half 0 holds values 0..16 of both blocks, half 1 values 16..32: their qh bits.
-        let with_fifth = |u: [__m256i; 2], at: usize| {
-            let (h0, h1) = (u32_at(b0, at), u32_at(b1, at));
-            let bits = [(h0 & 0xffff) | (h1 & 0xffff) << 16, (h0 >> 16) | (h1 >> 16) << 16];
-            [_mm256_or_si256(u[0], fifth_bits(bits[0])), _mm256_or_si256(u[1], fifth_bits(bits[1]))]
-        };
         let d_only = || {
             let v = _mm_cvtph_ps(_mm_cvtsi32_si128((u16_at(b0, 0) | u16_at(b1, 0) << 16) as i32));
             (spread(v, 0, 1), _mm256_setzero_ps())
@@ -179,11 +173,27 @@ unsafe fn decode<const K: u8>(p: *const u8, c: usize) -> WRegs {
         let (u, (dw, mw)) = match K {
             Q4_0 => (nibbles(pair(2)), d_only()),
             Q4_1 => (nibbles(pair(4)), d_and_m()),
-            Q5_0 => (with_fifth(nibbles(pair(6)), 2), d_only()),
-            Q5_1 => (with_fifth(nibbles(pair(8)), 4), d_and_m()),
+            Q5_0 => (with_fifth(nibbles(pair(6)), b0, b1, 2), d_only()),
+            Q5_1 => (with_fifth(nibbles(pair(8)), b0, b1, 4), d_and_m()),
             _ => ([pair(2), pair(18)], d_only()), // Q8_0: q as signed levels
         };
         WRegs { u, dw, mw, z, u2 }
+    }
+}
+
+/// Q5's fifth bits (qh at byte `at` of blocks b0 and b1) added to the nibbles: half 0 holds
+/// values 0..16 of both blocks, half 1 values 16..32.
+///
+/// # Safety
+/// Both blocks hold 4 bytes at `at`.
+#[target_feature(enable = "avx2")]
+#[inline]
+unsafe fn with_fifth(u: [__m256i; 2], b0: *const u8, b1: *const u8, at: usize) -> [__m256i; 2] {
+    // SAFETY: the caller's contract.
+    unsafe {
+        let (h0, h1) = (b0.add(at).cast::<u32>().read_unaligned(), b1.add(at).cast::<u32>().read_unaligned());
+        let bits = [(h0 & 0xffff) | (h1 & 0xffff) << 16, (h0 >> 16) | (h1 >> 16) << 16];
+        [_mm256_or_si256(u[0], fifth_bits(bits[0])), _mm256_or_si256(u[1], fifth_bits(bits[1]))]
     }
 }
 
