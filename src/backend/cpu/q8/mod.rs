@@ -282,10 +282,12 @@ pub fn quantize(x: &[f32], m: usize, k: usize) -> Vec<XChunk> {
     out
 }
 
-/// Below this many activation rows each weight chunk is decoded in registers once per row; from
-/// it on, the tile is unpacked once and shared by the rows (the same steps, so the same bits).
+/// Below this many activation rows each row meets the weights alone (`Kernels::dot_span`); from it
+/// on, the rows share each decoded weight chunk (`Kernels::batch`; the same steps, so the same bits).
+#[cfg(target_arch = "x86_64")]
 const TILE_MAX_M: usize = 4;
 
+#[cfg(target_arch = "x86_64")]
 thread_local! {
     /// The current tile's unpacked weight chunks: [rows, chunks].
     static TILE: RefCell<Vec<WChunk>> = const { RefCell::new(Vec::new()) };
