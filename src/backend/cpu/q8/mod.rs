@@ -46,9 +46,9 @@ use super::buffer::CpuWeight;
 use super::columns::Columns;
 use crate::quant::Format;
 
+pub use reference::dot_ref;
 #[cfg(test)]
 use reference::unpack_chunk;
-pub use reference::{dot_ref, quantize_row};
 
 /// The level layout of a format the int8 path runs.
 #[derive(Clone, Copy, PartialEq, Eq, Debug)]
@@ -265,6 +265,20 @@ impl Kernels for Avx2 {
     fn batch(kind: Kind, rows: &[u8], n: usize, x: &[XChunk], c: usize, write: impl FnMut(usize, usize, f32)) {
         avx2::batch(kind, rows, n, x, c, write)
     }
+}
+
+/// One activation row into its chunks (reference.rs's definition), on the widest ISA this CPU has.
+pub fn quantize_row(x: &[f32], out: &mut [XChunk]) {
+    #[cfg(target_arch = "x86_64")]
+    {
+        if *avx512::AVAILABLE {
+            return avx512::quantize_row(x, out);
+        }
+        if *avx2::AVAILABLE {
+            return avx2::quantize_row(x, out);
+        }
+    }
+    reference::quantize_row(x, out)
 }
 
 /// Rows at which quantizing x is worth spreading over the thread pool.

@@ -40,38 +40,11 @@ fn quantize_block(x: &[f32; 32]) -> ([i8; 32], [i8; 32], f32) {
 }
 
 /// One activation row (x.len() a multiple of 32) into its chunks (`out.len() == chunks(x.len())`).
-pub fn quantize_row(x: &[f32], out: &mut [XChunk]) {
-    #[cfg(target_arch = "x86_64")]
-    {
-        if *super::avx512::AVAILABLE {
-            // SAFETY: the CPU has AVX-512 and FMA (AVAILABLE implies both).
-            return unsafe { quantize_row_avx512(x, out) };
-        }
-        if *super::avx2::AVAILABLE {
-            // SAFETY: the CPU has AVX2 and FMA (AVAILABLE implies both).
-            return unsafe { quantize_row_avx2(x, out) };
-        }
-    }
-    quantize_row_any(x, out)
-}
-
-/// The same source compiled with AVX-512 and FMA enabled: LLVM vectorizes it and `mul_add`
-/// becomes one instruction instead of a libm call, with the same IEEE results.
-#[cfg(target_arch = "x86_64")]
-#[target_feature(enable = "avx512f,avx512bw,fma")]
-unsafe fn quantize_row_avx512(x: &[f32], out: &mut [XChunk]) {
-    quantize_row_any(x, out)
-}
-
-/// The same for AVX2 CPUs.
-#[cfg(target_arch = "x86_64")]
-#[target_feature(enable = "avx2,fma")]
-unsafe fn quantize_row_avx2(x: &[f32], out: &mut [XChunk]) {
-    quantize_row_any(x, out)
-}
-
+/// The same source runs inside each ISA's target-feature wrapper (avx512.rs, avx2.rs), where
+/// LLVM vectorizes it and `mul_add` becomes one instruction instead of a libm call, with the same
+/// IEEE results; mod.rs's `quantize_row` picks.
 #[inline(always)]
-fn quantize_row_any(x: &[f32], out: &mut [XChunk]) {
+pub fn quantize_row(x: &[f32], out: &mut [XChunk]) {
     let blocks = x.len() / 32;
     for (c, chunk) in out.iter_mut().enumerate() {
         *chunk = XChunk::ZERO;
