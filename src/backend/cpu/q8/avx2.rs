@@ -6,9 +6,11 @@
 //!   so d, m and z take one register each;
 //! - each lane's sum of four byte products is `vpmaddubsw` (unsigned × signed byte pairs into
 //!   i16) then `vpmaddwd` (i16 pairs into i32), exact as long as no i16 pair sum saturates:
-//!   levels below 64 meet activations of at most 127 unchanged; the 8-bit levels (Q8_0, NF4's
-//!   coarse plane) go in signed, as |s| against q with s's sign (`vpsignb`), so their pair sums
-//!   stay within 2·128·127 and the offset correction is already in the integer;
+//!   levels below 64 meet activations of at most 127 unchanged; NF4's 8-bit coarse plane goes in
+//!   signed, as |s| against q with s's sign (`vpsignb`), so its pair sums stay within 2·128·127;
+//!   Q8_0's signed levels meet 256·q + lo whole, as i16 pairs in one `vpmaddwd` per half of each
+//!   lane's bytes (`planes_i16`: two multiplies per 32 bytes instead of four, no sign fix-ups),
+//!   and the offset correction is already in the integer;
 //! - [`dot_span`] decodes each chunk of four weight rows at a time in registers (decode, m < 4);
 //!   [`batch`] decodes each chunk of one weight row in registers and meets it with four
 //!   activation rows at a time (batches: with 16 ymm registers an unpacked tile in memory, as
@@ -49,6 +51,9 @@ struct WRegs {
 struct XRegs {
     q: [__m256i; 2],
     lo: [__m256i; 2],
+    /// 256·q + lo at even and odd byte positions, as i16 (XChunk::even, odd).
+    even: [__m256i; 2],
+    odd: [__m256i; 2],
     sum: [__m256i; 2],
     dx: __m256,
     /// Lanes 0–7 of XChunk::s (lanes 8–15 are zero).
@@ -61,9 +66,12 @@ unsafe fn load_x(x: &XChunk) -> XRegs {
     unsafe {
         let half = |p: *const u8, h: usize| _mm256_load_si256(p.add(32 * h).cast());
         let (q, lo, sum) = (x.q.as_ptr().cast::<u8>(), x.lo.as_ptr().cast::<u8>(), x.sum4.as_ptr().cast::<u8>());
+        let (even, odd) = (x.even.as_ptr().cast::<u8>(), x.odd.as_ptr().cast::<u8>());
         XRegs {
             q: [half(q, 0), half(q, 1)],
             lo: [half(lo, 0), half(lo, 1)],
+            even: [half(even, 0), half(even, 1)],
+            odd: [half(odd, 0), half(odd, 1)],
             sum: [half(sum, 0), half(sum, 1)],
             dx: _mm256_load_ps(x.dx.as_ptr()),
             s: _mm256_load_ps(x.s.as_ptr()),
@@ -88,13 +96,34 @@ unsafe fn planes_signed(s: __m256i, q: __m256i, lo: __m256i) -> __m256i {
     unsafe { planes(_mm256_abs_epi8(s), _mm256_sign_epi8(q, s), _mm256_sign_epi8(lo, s)) }
 }
 
+/// Each i32 lane's Σ s·(256·q + lo) over its four bytes for signed levels s, as i16 products:
+/// the even bytes of s sign-extended in place (shift left, arithmetic shift right) meet the
+/// even positions' 256·q + lo, the odd bytes (arithmetic shift right) the odd ones, so
+/// each i32 lane of the two `vpmaddwd` holds two of its lane's four products. Pair sums stay
+/// within 2·128·32,639 < 2^31.
+#[inline(always)]
+unsafe fn planes_i16(s: __m256i, even: __m256i, odd: __m256i) -> __m256i {
+    // SAFETY: register arithmetic only.
+    unsafe {
+        let s_even = _mm256_srai_epi16::<8>(_mm256_slli_epi16::<8>(s));
+        let s_odd = _mm256_srai_epi16::<8>(s);
+        _mm256_add_epi32(_mm256_madd_epi16(s_even, even), _mm256_madd_epi16(s_odd, odd))
+    }
+}
+
 /// reference::step on registers, for half h of the chunk.
 #[inline(always)]
 unsafe fn step_half<const K: u8>(acc: __m256, w: &WRegs, x: &XRegs, h: usize) -> __m256 {
     let kind = kind_of(K);
     // SAFETY: register arithmetic only.
     unsafe {
-        let mut isum = if signed(K) { planes_signed(w.u[h], x.q[h], x.lo[h]) } else { planes(w.u[h], x.q[h], x.lo[h]) };
+        let mut isum = if K == Q8_0 {
+            planes_i16(w.u[h], x.even[h], x.odd[h])
+        } else if signed(K) {
+            planes_signed(w.u[h], x.q[h], x.lo[h])
+        } else {
+            planes(w.u[h], x.q[h], x.lo[h])
+        };
         match kind.offset_shift() {
             Some(3) => isum = _mm256_sub_epi32(isum, _mm256_slli_epi32::<3>(x.sum[h])),
             Some(4) => isum = _mm256_sub_epi32(isum, _mm256_slli_epi32::<4>(x.sum[h])),

@@ -175,6 +175,11 @@ pub struct XChunk {
     pub lo: [i8; 64],
     /// Σ (256·q + lo) over each lane's 4 bytes (the offset correction).
     pub sum4: [i32; 16],
+    /// 256·q + lo (|·| ≤ 32,639) at the chunk's even byte positions 0, 2, ..., 62, and at its odd
+    /// ones: for kernels that meet signed 8-bit levels in i16 products (avx2.rs's Q8_0), where an
+    /// even/odd split of a register's bytes is one shift pair each.
+    pub even: [i16; 32],
+    pub odd: [i16; 32],
     /// d_x of the lane's block.
     pub dx: [f32; 16],
     /// d_x·Σ q of block b0 in lane 0 and of b1 in lane 4; 0 elsewhere (the minimum's term).
@@ -196,7 +201,8 @@ pub struct WChunk {
 }
 
 impl XChunk {
-    const ZERO: XChunk = XChunk { q: [0; 64], lo: [0; 64], sum4: [0; 16], dx: [0.0; 16], s: [0.0; 16] };
+    const ZERO: XChunk =
+        XChunk { q: [0; 64], lo: [0; 64], sum4: [0; 16], even: [0; 32], odd: [0; 32], dx: [0.0; 16], s: [0.0; 16] };
 }
 
 impl WChunk {

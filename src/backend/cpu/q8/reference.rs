@@ -63,8 +63,13 @@ pub fn quantize_row(x: &[f32], out: &mut [XChunk]) {
             let sum: i32 = hi.iter().zip(&lo).map(|(&h, &l)| 256 * i32::from(h) + i32::from(l)).sum();
             chunk.s[4 * half] = d * sum as f32;
         }
+        let q16 = |p: usize| 256 * i32::from(chunk.q[p]) + i32::from(chunk.lo[p]);
         for l in 0..16 {
-            chunk.sum4[l] = (0..4).map(|t| 256 * i32::from(chunk.q[4 * l + t]) + i32::from(chunk.lo[4 * l + t])).sum();
+            chunk.sum4[l] = (0..4).map(|t| q16(4 * l + t)).sum();
+        }
+        for j in 0..32 {
+            // |256·q + lo| ≤ 256·127 + 127: exact in i16.
+            (chunk.even[j], chunk.odd[j]) = (q16(2 * j) as i16, q16(2 * j + 1) as i16);
         }
     }
 }
