@@ -5,10 +5,14 @@
 //! into owned values (no zero-copy tensor access from the map), pulls its CLI's dependencies into
 //! the library, and does not bound counts against the file size, which a hostile file exploits.
 
+#[cfg(not(target_arch = "wasm32"))]
+mod file_bytes;
 mod reader;
 mod value;
 mod writer;
 
+#[cfg(not(target_arch = "wasm32"))]
+pub use file_bytes::{Load, file_bytes};
 pub use reader::{Gguf, TensorInfo};
 pub use value::{Value, ValueType};
 pub use writer::{GgufWriter, TensorStream};

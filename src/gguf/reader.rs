@@ -60,14 +60,10 @@ pub struct Gguf {
 }
 
 impl Gguf {
-    /// Memory-maps and parses a file.
+    /// Loads (as `ULTRA_LOAD` says: file_bytes.rs) and parses a file.
     #[cfg(not(target_arch = "wasm32"))]
     pub fn open(path: &Path) -> Result<Gguf> {
-        let file = std::fs::File::open(path).map_err(Error::file(path))?;
-        // SAFETY: the map is read-only and private to this process; like every mmap-based model
-        // loader we rely on the file not being truncated underneath us while it is mapped.
-        let map = unsafe { memmap2::Mmap::map(&file) }.map_err(Error::file(path))?;
-        Gguf::parse(Arc::new(map))
+        Gguf::parse(super::file_bytes::file_bytes(path, super::file_bytes::Load::from_env()?)?)
     }
 
     /// Reads and parses a file (no memory maps on wasm32; in a browser `parse` the fetched bytes).
