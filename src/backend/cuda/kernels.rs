@@ -126,6 +126,7 @@ registry! {
     // attention.cu last: it names the module.
     Attention: ["attention_prefill.cu", "attention.cu"] => {
         ATTENTION = "attention",
+        ATTENTION_H1 = "attention_h1",
         ATTENTION_PREFILL_64 = "attention_prefill_64",
         ATTENTION_PREFILL_128 = "attention_prefill_128",
         ATTENTION_PREFILL_256 = "attention_prefill_256",
