@@ -4,9 +4,10 @@
 // Layout     q, dst: [n_tokens, n_heads · head_dim] f32; cache_k, cache_v: [n_slots, n_kv_heads · head_dim];
 //            partial: [n_tokens · n_heads][n_splits][2 + head_dim] = (max, sum, unnormalized output);
 //            done: u32 [n_tokens · n_kv_heads · n_chunks] split counters, zero between launches
-// Launch     attention: grid (n_tokens · n_kv_heads · n_chunks, n_splits), 4 warps. A block serves one token
-//            and up to ATT_HEADS query heads of one KV head (a chunk of its g = n_heads / n_kv_heads heads;
-//            n_chunks = ceil(g / ATT_HEADS)): each K and V row is loaded once for all of them (GQA reuse).
+// Launch     attention (HEADS = 4) and attention_h1 (HEADS = 1): grid (n_tokens · n_kv_heads · n_chunks,
+//            n_splits), 4 warps. A block serves one token and up to HEADS query heads of one KV head (a chunk
+//            of its g = n_heads / n_kv_heads heads; n_chunks = ceil(g / HEADS)): each K and V row is loaded
+//            once for all of them (GQA reuse). attention_h1 is for few tokens, where 4× more blocks fill the GPU.
 //            Split s takes keys j ≡ s (mod n_splits), each warp every 4th of those (flash-decoding); the
 //            last split block of a (token, chunk) to finish merges the splits (one launch, no combine
 //            kernel); indices outside the block table or the cache are skipped, never read
@@ -15,7 +16,6 @@
 
 #define MAX_DIMS_PER_LANE 8
 #define ATT_WARPS 4
-#define ATT_HEADS 4  // query heads per block
 
 // Merges one (token, head)'s split partials by max-rescaling. Other blocks wrote them: the loads go
 // through L2 (__ldcg), never a stale L1 line.
@@ -32,11 +32,12 @@ __device__ void combine_splits(const float* base, float* out, u32 head_dim, u32 
     }
 }
 
-extern "C" __global__ void __launch_bounds__(128)
-    attention(const float* q, const float* cache_k, const float* cache_v, const u32* seq, const u32* pos,
-              const u32* block_table, float* dst, float* partial, u32* done, u32 n_heads, u32 n_kv_heads,
-              u32 head_dim, float scale, u32 block_size, u32 max_blocks, u32 n_splits, u32 n_seqs, u32 n_slots,
-              u32 window) {
+template <int ATT_HEADS>  // query heads per block
+__device__ __forceinline__ void attention_body(const float* q, const float* cache_k, const float* cache_v,
+                                               const u32* seq, const u32* pos, const u32* block_table, float* dst,
+                                               float* partial, u32* done, u32 n_heads, u32 n_kv_heads,
+                                               u32 head_dim, float scale, u32 block_size, u32 max_blocks,
+                                               u32 n_splits, u32 n_seqs, u32 n_slots, u32 window) {
     __shared__ float s_max[ATT_WARPS][ATT_HEADS], s_sum[ATT_WARPS][ATT_HEADS];
     __shared__ float s_acc[ATT_WARPS][ATT_HEADS][256];
     const u32 g = n_heads / n_kv_heads, n_chunks = (g + ATT_HEADS - 1) / ATT_HEADS;
@@ -145,3 +146,16 @@ extern "C" __global__ void __launch_bounds__(128)
         combine_splits(partial + th * n_splits * (2 + head_dim), dst + th * head_dim, head_dim, n_splits);
     }
 }
+
+#define ATTENTION_ENTRY(NAME, HEADS)                                                                            \
+    extern "C" __global__ void __launch_bounds__(128)                                                          \
+        NAME(const float* q, const float* cache_k, const float* cache_v, const u32* seq, const u32* pos,        \
+             const u32* block_table, float* dst, float* partial, u32* done, u32 n_heads, u32 n_kv_heads,        \
+             u32 head_dim, float scale, u32 block_size, u32 max_blocks, u32 n_splits, u32 n_seqs, u32 n_slots,  \
+             u32 window) {                                                                                      \
+        attention_body<HEADS>(q, cache_k, cache_v, seq, pos, block_table, dst, partial, done, n_heads,          \
+                              n_kv_heads, head_dim, scale, block_size, max_blocks, n_splits, n_seqs, n_slots,   \
+                              window);                                                                          \
+    }
+ATTENTION_ENTRY(attention, 4)
+ATTENTION_ENTRY(attention_h1, 1)

@@ -8,7 +8,7 @@
 // Launch      matmul_mma_prep: one thread per value, one warp per block. matmul_mma: grid (ceil(n / 128),
 //             ceil(m / 64)), 256 threads = 8 warps, each 32 rows × 32 columns of the 64 × 128 output tile
 //             (2 warps along m × 4 along n). matmul_mma_split (split-K, for small m whose tiles would not fill
-//             the GPU): grid.z = splits, split z takes k-blocks [z · per, (z + 1) · per), per = ceil(nb /
+//             the GPU; matmul_mma_split32 the same with a 32 × 128 tile, 4 warps, grid.y ceil(m / 32)): grid.z = splits, split z takes k-blocks [z · per, (z + 1) · per), per = ceil(nb /
 //             splits), writes its tile to partial [splits][m][n], and the last of a tile's splits to finish
 //             (a counter per tile in done, zero between launches) sums them in z order into dst.
 //             k in steps of one 32-value block, raw blocks copied into shared
@@ -31,7 +31,6 @@
 #define LEVELS 0
 #endif
 
-#define MMA_BM 64
 #define MMA_BN 128
 #define MMA_STAGES (QS_BYTES == 32 ? 3 : 4)       // 3 × 12.5 KB or 4 × ≤ 11 KB of static shared memory
 #define X_STRIDE 80                                // bytes per x row in shared memory: 32 halves + 16 padding
@@ -40,10 +39,11 @@
 #define QH_WORDS (QH_BYTES > 4 ? QH_BYTES / 4 : 1)
 #define XSUMS (XSUM_HALVES ? 2 : 1)               // sums of x per block and row
 
+template <int BM>  // activation rows per tile: 64, or 32 for small batches (matmul_mma_split32)
 struct __align__(16) MmaStage {
-    u8 x[MMA_BM * X_STRIDE];            // f16 activations, one block per row
+    u8 x[BM * X_STRIDE];                // f16 activations, one block per row
     u8 w[MMA_BN * W_STRIDE];            // raw quant bytes, one block per weight row
-    float xsum[MMA_BM * XSUMS];         // Σ x over the block (or each half), per row (HAS_M formats)
+    float xsum[BM * XSUMS];             // Σ x over the block (or each half), per row (HAS_M formats)
     float4 wscale[MMA_BN];              // (s0, s1, m0, m1) of the block, per weight row (mma_scale)
     u32 wqh[MMA_BN * QH_WORDS];         // high bits (QH_BYTES formats)
 };
@@ -98,24 +98,25 @@ extern "C" __global__ void matmul_mma_prep(const float* x, u16* xh, float* xsum,
     if ((i & (span - 1)) == 0) xsum[i / span] = s;
 }
 
-// Queues the copies of k-block kb of the tile (rows m0.., weight rows n0..) into stage s.
-__device__ __forceinline__ void mma_load(MmaStage& s, const u8* qs, const u8* qh, const u8* dm, const u8* xh,
+// Queues the copies of k-block kb of the tile (rows m0.., weight rows n0..) into stage s; 4 · BM threads.
+template <int BM>
+__device__ __forceinline__ void mma_load(MmaStage<BM>& s, const u8* qs, const u8* qh, const u8* dm, const u8* xh,
                                          const float* xsum, u32 m, u32 n, u32 k, u32 m0, u32 n0, u32 kb) {
     const u32 tid = threadIdx.x, nb = k / 32;
     {
-        const u32 r = tid >> 2, h = tid & 3;  // 64 rows × 4 pieces of 16 bytes
+        const u32 r = tid >> 2, h = tid & 3;  // BM rows × 4 pieces of 16 bytes
         const bool ok = m0 + r < m;
         cp_async<16>(s.x + r * X_STRIDE + 16 * h, xh + (ok ? ((u64)(m0 + r) * k + kb * 32) * 2 + 16 * h : 0), ok);
     }
 #if HAS_M
-    if (tid < MMA_BM) {
+    if (tid < BM) {
         const bool ok = m0 + tid < m;
         cp_async<4 * XSUMS>(&s.xsum[tid * XSUMS], xsum + (ok ? ((u64)(m0 + tid) * nb + kb) * XSUMS : 0), ok);
     }
 #endif
     constexpr u32 w_pieces = QS_BYTES / W_PIECE;
 #pragma unroll
-    for (u32 i = tid; i < MMA_BN * w_pieces; i += 256) {
+    for (u32 i = tid; i < MMA_BN * w_pieces; i += 4 * BM) {
         const u32 r = i / w_pieces, h = i % w_pieces;
         const bool ok = n0 + r < n;
         const u64 blk = (u64)(n0 + r) * nb + kb;
@@ -145,7 +146,8 @@ __device__ __forceinline__ MmaRec mma_rec_load(const u8* dm, u32 n, u32 nb, u32 
     for (int i = 0; i < SC_BYTES / 4; i++) rec.w[i] = ok ? src[i] : 0u;
     return rec;
 }
-__device__ __forceinline__ void mma_rec_store(MmaStage& s, const MmaRec& rec, u32 nb, u32 n0, u32 kb) {
+template <int BM>
+__device__ __forceinline__ void mma_rec_store(MmaStage<BM>& s, const MmaRec& rec, u32 nb, u32 n0, u32 kb) {
     const u32 r = threadIdx.x;
     if (r < MMA_BN) s.wscale[r] = mma_scale(rec.w, (u64)(n0 + r) * nb + kb);
 }
@@ -188,13 +190,14 @@ __device__ void mma_split_store(float acc[2][4][4], float* partial, u32* done, f
             }
 }
 
-// The tile loop over k-blocks [kb0, kb0 + nb) of nb_all; SPLIT: finished by mma_split_store.
-template <bool SPLIT>
+// The tile loop over k-blocks [kb0, kb0 + nb) of nb_all; SPLIT: finished by mma_split_store. 4 · BM
+// threads: warps 2 (BM 64) or 1 (BM 32) along m × 4 along n, each 32 rows × 32 columns.
+template <bool SPLIT, int BM>
 __device__ __forceinline__ void mma_tile(const u8* qs, const u8* qh, const u8* dm, const u8* xh, const float* xsum,
                                          float* dst, float* partial, u32* done, u32 m, u32 n, u32 k) {
-    __shared__ MmaStage stages[MMA_STAGES];
+    __shared__ MmaStage<BM> stages[MMA_STAGES];
     const u32 lane = threadIdx.x & 31, warp = threadIdx.x >> 5, g = lane >> 2, t = lane & 3;
-    const u32 m0 = blockIdx.y * MMA_BM, n0 = blockIdx.x * MMA_BN;
+    const u32 m0 = blockIdx.y * BM, n0 = blockIdx.x * MMA_BN;
     const u32 wm = (warp >> 2) * 32, wn = (warp & 3) * 32;
     const u32 nb_all = k / 32, per = SPLIT ? (nb_all + gridDim.z - 1) / gridDim.z : nb_all;
     // This split's k-blocks (the host leaves no split empty).
@@ -227,7 +230,7 @@ __device__ __forceinline__ void mma_tile(const u8* qs, const u8* qh, const u8* d
         // Stored after this step's mma; read MMA_STAGES - 1 ≥ 2 barriers later.
         const MmaRec rec = mma_rec_load(dm, n, nb_all, n0, kb0 + next, next < nb);
 
-        const MmaStage& s = stages[kb % MMA_STAGES];
+        const MmaStage<BM>& s = stages[kb % MMA_STAGES];
         // A fragments of both k16 halves of the block: row r, values 4t..4t+3 (step 0) and 16+4t.. (step 1).
         uint2 a[2][2][2];  // [m tile][step][row g, row g + 8]
 #if HAS_M
@@ -319,13 +322,20 @@ __device__ __forceinline__ void mma_tile(const u8* qs, const u8* qh, const u8* d
 extern "C" __global__ void __launch_bounds__(256)
     matmul_mma(const u8* qs, const u8* qh, const u8* dm, const u8* xh, const float* xsum, float* dst, u32 m, u32 n,
                u32 k) {
-    mma_tile<false>(qs, qh, dm, xh, xsum, dst, nullptr, nullptr, m, n, k);
+    mma_tile<false, 64>(qs, qh, dm, xh, xsum, dst, nullptr, nullptr, m, n, k);
 }
 
 extern "C" __global__ void __launch_bounds__(256)
     matmul_mma_split(const u8* qs, const u8* qh, const u8* dm, const u8* xh, const float* xsum, float* dst,
                      float* partial, u32* done, u32 m, u32 n, u32 k) {
-    mma_tile<true>(qs, qh, dm, xh, xsum, dst, partial, done, m, n, k);
+    mma_tile<true, 64>(qs, qh, dm, xh, xsum, dst, partial, done, m, n, k);
+}
+
+// Small batches (decode of a few dozen sequences): a 32-row tile, so 32 rows leave no half of it empty.
+extern "C" __global__ void __launch_bounds__(128)
+    matmul_mma_split32(const u8* qs, const u8* qh, const u8* dm, const u8* xh, const float* xsum, float* dst,
+                       float* partial, u32* done, u32 m, u32 n, u32 k) {
+    mma_tile<true, 32>(qs, qh, dm, xh, xsum, dst, partial, done, m, n, k);
 }
 
 #endif

@@ -4,8 +4,9 @@
 //! - decode batches (one token per sequence, any size) and fewer than PREFILL_MIN_TOKENS tokens
 //!   (speculative verify, small batches): flash-decoding, each token's keys split over N_SPLITS blocks,
 //!   merged by the last of them to finish; a block serves up to ATT_HEADS query heads of one KV head,
-//!   which share its K/V loads. The split count is a constant, so a token's bits do not depend on the
-//!   batch or the block layout.
+//!   which share its K/V loads (one head when that would leave SMs idle). The split count is a
+//!   constant and a head's arithmetic does not depend on its block's other heads, so a token's bits do
+//!   not depend on the batch or the block layout.
 //! - PREFILL_MIN_TOKENS or more otherwise (prefill chunks, mixed batches): `attention_prefill_<HD>`, a
 //!   block per 64 (token, query head) rows of one KV head, K/V tiles staged once in shared memory for all
 //!   of them. Flash-decoding rereads a sequence's whole prefix for every query token (O(n²·d) traffic);
@@ -26,8 +27,13 @@ use crate::error::{Error, Result};
 
 /// Key splits per (token, head): split s takes keys j ≡ s (mod N_SPLITS).
 const N_SPLITS: usize = 16;
-/// Query heads of one KV head per flash-decoding block (cuda/attention.cu's ATT_HEADS).
+/// Query heads of one KV head per flash-decoding block (cuda/attention.cu's `attention`); few tokens
+/// take one head per block (`attention_h1`) instead.
 const ATT_HEADS: usize = 4;
+/// Below this many blocks per SM with ATT_HEADS heads per block, one head per block: a decode step at
+/// batch 1 (llama-8b: 8 KV heads × 16 splits = 128 blocks) leaves most SMs idle otherwise, and the
+/// K/V rows its heads would share are few (benches/notes/cuda.md, v12).
+const ATT_MIN_BLOCKS_PER_SM: usize = 4;
 /// Batches of at least this many tokens run attention_prefill. Decode batches are usually smaller,
 /// prefill chunks larger; below it the tiled kernel would have too few blocks to fill the GPU.
 const PREFILL_MIN_TOKENS: usize = 64;
@@ -163,9 +169,13 @@ fn attention_split(
     let AttnShape { n_heads, n_kv_heads, head_dim, scale, .. } = *shape;
     let window = window_arg(shape);
     let pairs = q.rows * n_heads;
-    // A block per (token, chunk of up to ATT_HEADS query heads of one KV head): the chunk shares K/V loads.
-    let groups = q.rows * n_kv_heads * (n_heads / n_kv_heads).div_ceil(ATT_HEADS);
     let n_splits = N_SPLITS;
+    // A block per (token, chunk of up to ATT_HEADS query heads of one KV head): the chunk shares K/V
+    // loads, unless so few blocks would leave the GPU idle.
+    let chunked = q.rows * n_kv_heads * (n_heads / n_kv_heads).div_ceil(ATT_HEADS);
+    let fill = cuda.sm_count as usize * ATT_MIN_BLOCKS_PER_SM;
+    let (name, groups) =
+        if chunked * n_splits >= fill { (entry::ATTENTION, chunked) } else { (entry::ATTENTION_H1, pairs) };
     let partial_bytes = if n_splits > 1 { pairs * n_splits * (2 + head_dim) * 4 } else { 0 };
     let mut scratch = cuda.scratch(&cuda.attn_scratch, partial_bytes)?;
     let partial = scratch.as_mut().expect("scratch allocated");
@@ -173,7 +183,7 @@ fn attention_split(
     let mut counters = cuda.scratch(&cuda.attn_counters, groups * 4)?;
     let done = counters.as_mut().expect("scratch allocated");
 
-    let f = cuda.function(Module::Attention, entry::ATTENTION)?;
+    let f = cuda.function(Module::Attention, name)?;
     let u = |v: usize| v as u32;
     let (nh, nkv, hd, bs, mb, ns) =
         (u(n_heads), u(n_kv_heads), u(head_dim), u(batch.block_size), u(batch.block_table.cols), u(n_splits));
@@ -183,7 +193,7 @@ fn attention_split(
     l.arg(&batch.block_table.buf.dev).arg(&mut dst.buf.dev).arg(&mut *partial).arg(&mut *done);
     let (n_seqs, n_slots) = (u(batch.block_table.rows), u(cache.k.rows));
     l.arg(&nh).arg(&nkv).arg(&hd).arg(&scale).arg(&bs).arg(&mb).arg(&ns).arg(&n_seqs).arg(&n_slots).arg(&window);
-    // SAFETY: arguments match cuda/attention.cu; q, dst hold n_tokens · n_heads · head_dim floats,
+    // SAFETY: arguments match attention and attention_h1 in cuda/attention.cu; q, dst hold n_tokens · n_heads · head_dim floats,
     // seq/pos n_tokens u32, block_table n_seqs · max_blocks u32 (the model fills it with valid
     // blocks; check::attention rejected host-written bad indices, and the kernel still skips seq ≥ n_seqs
     // and slots ≥ n_slots), partial pairs · n_splits · (2 + head_dim) floats, done groups u32.

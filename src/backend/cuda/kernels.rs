@@ -126,6 +126,7 @@ registry! {
     // attention.cu last: it names the module.
     Attention: ["attention_prefill.cu", "attention.cu"] => {
         ATTENTION = "attention",
+        ATTENTION_H1 = "attention_h1",
         ATTENTION_PREFILL_64 = "attention_prefill_64",
         ATTENTION_PREFILL_128 = "attention_prefill_128",
         ATTENTION_PREFILL_256 = "attention_prefill_256",
@@ -144,6 +145,7 @@ registry! {
         MATMUL_MMA_PREP = "matmul_mma_prep",
         MATMUL_MMA = "matmul_mma",
         MATMUL_MMA_SPLIT = "matmul_mma_split",
+        MATMUL_MMA_SPLIT32 = "matmul_mma_split32",
     }
     Embed: ["embed.cu"] => { EMBED = "embed" }
     }
@@ -154,7 +156,7 @@ impl Module {
     /// formats (matmul_mma.cu compiles only for quantized weights; floats take matmul_tile).
     pub fn entries(self) -> Vec<&'static str> {
         let float_matmul = matches!(self, Module::Matmul(f) if !f.is_quantized());
-        let mma = [entry::MATMUL_MMA_PREP, entry::MATMUL_MMA, entry::MATMUL_MMA_SPLIT];
+        let mma = [entry::MATMUL_MMA_PREP, entry::MATMUL_MMA, entry::MATMUL_MMA_SPLIT, entry::MATMUL_MMA_SPLIT32];
         self.declared().iter().copied().filter(|e| !(float_matmul && mma.contains(e))).collect()
     }
 

@@ -4,7 +4,8 @@
 //! use dp4a, as llama.cpp's MMVQ. m > 8 (prefill, batches, speculative verification): quantized
 //! weights go through f16 tensor cores (`cuda/matmul_mma.cu`: exact integer quants, x rounded to
 //! f16, f32 accumulation, scales applied per block; split over k, `matmul_mma_split`, for m ≤ 256
-//! when the tiles would not fill the GPU); float weights through a shared-memory tiled
+//! when the tiles would not fill the GPU, with a 32-row tile, `matmul_mma_split32`, up to m = 64);
+//! float weights through a shared-memory tiled
 //! GEMM in f32 (`matmul_tile`). An int8 tensor-core variant (x quantized as for the GEMV) beat SIMT
 //! too, but its prefill error (NMSE 3e-3 on the reference model) failed the e2e tests
 //! (benches/notes/cuda.md, v2a).
@@ -32,6 +33,12 @@ const MMA_BN: u32 = 128;
 const MMA_SPLIT_MAX_M: u32 = 256;
 const MMA_BLOCKS_PER_SM: u32 = 2;
 const MMA_MIN_SPLIT_BLOCKS: u32 = 8;
+/// m ≤ MMA32_MAX_M takes matmul_mma_split32: a 32-row tile (half the threads), so a batch of 32
+/// fills its tile instead of half of one; split for about MMA32_BLOCKS_PER_SM blocks per SM (1, 3 and 4
+/// were slower at B = 32 and 64 on llama-8b; benches/notes/cuda.md, v12).
+const MMA32_MAX_M: u32 = 64;
+const MMA32_BM: u32 = 32;
+const MMA32_BLOCKS_PER_SM: u32 = 2;
 
 /// Profile row of one call: path, format, shape; bytes = the weight, read once.
 pub fn label(x: &Tensor<Cuda>, w: &Weight<Cuda>) -> (String, u64) {
@@ -219,13 +226,12 @@ fn matmul_mma(cuda: &Cuda, x: &Tensor<Cuda>, w: &Weight<Cuda>, dst: &mut Tensor<
     // SAFETY: arguments match matmul_mma_prep in cuda/matmul_mma.cu; x holds total floats, xh
     // total halves, xsum total / sum_span floats (k is a multiple of 32 for quantized formats).
     unsafe { l.launch(grid_1d(total, 256)?) }.map_err(driver)?;
-    let (tiles_n, tiles_m) = (n.div_ceil(MMA_BN), m.div_ceil(MMA_BM));
-    let splits =
-        if m <= MMA_SPLIT_MAX_M { mma_splits(cuda.sm_count, tiles_n * tiles_m, k / Q8_BLOCK as u32) } else { 1 };
-    let cfg = LaunchConfig { grid_dim: (tiles_n, tiles_m, splits), block_dim: (256, 1, 1), shared_mem_bytes: 0 };
+    let (name, bm, (tiles_n, tiles_m, splits)) = mma_plan(cuda.sm_count, m, n, k);
+    let (grid_dim, block_dim) = ((tiles_n, tiles_m, splits), (4 * bm, 1, 1));
+    let cfg = LaunchConfig { grid_dim, block_dim, shared_mem_bytes: 0 };
     let [qs, qh, dm] = w.storage.qs_qh_dm();
     if splits == 1 {
-        let f = cuda.function(module, entry::MATMUL_MMA)?;
+        let f = cuda.function(module, name)?;
         let mut l = cuda.stream.launch_builder(&f);
         l.arg(qs).arg(qh).arg(dm).arg(&mut xh).arg(&mut xsum).arg(&mut dst.buf.dev);
         l.arg(&m).arg(&n).arg(&k);
@@ -240,22 +246,42 @@ fn matmul_mma(cuda: &Cuda, x: &Tensor<Cuda>, w: &Weight<Cuda>, dst: &mut Tensor<
     // Tile counters: zeroed when allocated, left zero by every launch (each tile's last split resets its own).
     let mut counters = cuda.scratch(&cuda.mma_counters, (tiles_n * tiles_m) as usize * 4)?;
     let done = counters.as_mut().expect("scratch allocated");
-    let f = cuda.function(module, entry::MATMUL_MMA_SPLIT)?;
+    let f = cuda.function(module, name)?;
     let mut l = cuda.stream.launch_builder(&f);
     l.arg(qs).arg(qh).arg(dm).arg(&mut xh).arg(&mut xsum).arg(&mut dst.buf.dev).arg(&mut *partial).arg(&mut *done);
     l.arg(&m).arg(&n).arg(&k);
-    // SAFETY: as matmul_mma above, and partial holds splits · m · n floats, done tiles_n · tiles_m u32;
-    // mma_splits leaves no split without k-blocks.
+    // SAFETY: as matmul_mma above (matmul_mma_split32: the same arguments, 4 · 32 threads), and partial
+    // holds splits · m · n floats, done tiles_n · tiles_m u32; mma_splits leaves no split without k-blocks.
     unsafe { l.launch(cfg) }.map_err(driver)?;
     Ok(())
 }
 
+/// matmul_mma's launch for an m × n × k product: (entry, tile rows, (tiles along n, along m, splits of
+/// k)). Batches up to MMA32_MAX_M rows that split k take the 32-row tile; m ≤ MMA_SPLIT_MAX_M otherwise
+/// the 64-row one split, larger m (prefill) the unsplit kernel. The shape and the device only.
+fn mma_plan(sm_count: u32, m: u32, n: u32, k: u32) -> (&'static str, u32, (u32, u32, u32)) {
+    let nb = k / Q8_BLOCK as u32;
+    let grid = |bm: u32, per_sm: u32| {
+        let (tiles_n, tiles_m) = (n.div_ceil(MMA_BN), m.div_ceil(bm));
+        let split = m <= MMA_SPLIT_MAX_M;
+        (tiles_n, tiles_m, if split { mma_splits(sm_count * per_sm, tiles_n * tiles_m, nb) } else { 1 })
+    };
+    if m <= MMA32_MAX_M {
+        let g = grid(MMA32_BM, MMA32_BLOCKS_PER_SM);
+        if g.2 > 1 {
+            return (entry::MATMUL_MMA_SPLIT32, MMA32_BM, g);
+        }
+    }
+    let g = grid(MMA_BM, MMA_BLOCKS_PER_SM);
+    (if g.2 > 1 { entry::MATMUL_MMA_SPLIT } else { entry::MATMUL_MMA }, MMA_BM, g)
+}
+
 /// Splits of k for matmul_mma's `tiles` output tiles over `nb` 32-value blocks: enough for about
-/// MMA_BLOCKS_PER_SM blocks per SM, at least MMA_MIN_SPLIT_BLOCKS blocks each, and none empty (the
+/// `blocks` blocks on the GPU, at least MMA_MIN_SPLIT_BLOCKS blocks each, and none empty (the
 /// kernel gives split z blocks [z · per, (z + 1) · per) with per = ceil(nb / splits)). Depends on
 /// the shape and the device only, as a graph replay needs.
-pub(super) fn mma_splits(sm_count: u32, tiles: u32, nb: u32) -> u32 {
-    let wanted = (sm_count * MMA_BLOCKS_PER_SM).div_ceil(tiles.max(1));
+pub(super) fn mma_splits(blocks: u32, tiles: u32, nb: u32) -> u32 {
+    let wanted = blocks.div_ceil(tiles.max(1));
     let splits = wanted.min(nb / MMA_MIN_SPLIT_BLOCKS).max(1);
     nb.div_ceil(nb.div_ceil(splits).max(1)).max(1)
 }
