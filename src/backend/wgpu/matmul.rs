@@ -103,7 +103,7 @@ fn vec_unroll(be: &Wgpu, mb: u32) -> Result<u32> {
         Some(u) => {
             Err(Error::Unsupported { op: "matmul", backend: "wgpu", detail: format!("GEMV unroll {u} (1, 2 or 4)") })
         }
-        None => Ok(if mb == 1 { 4 } else { 2 }),
+        None => Ok(if mb == 1 { 2 } else { 1 }),
     }
 }
 
