@@ -3,11 +3,13 @@
 //             dst: [m, ldd] f32, columns col0 .. col0 + n (w: n rows, one part of the weight); k is a multiple of
 //             32 (whole blocks)
 // Launch      grid (ceil(n / (4·TEAMS)), ceil(m / MB)); WG threads = TEAMS teams of TPR lanes; a team owns
-//             weight rows 4j..4j+3 and lane t the blocks b ≡ t (mod TPR) of those rows, for MB rows of x;
-//             TPR = 1 (CPU adapters) takes the x rows one after another, all blocks each (block_step)
+//             weight rows 4j..4j+3 and lane t the blocks b ≡ t (mod TPR) of those rows, for MB rows of x,
+//             loading UNROLL of its blocks (4 rows each) before computing on them, so that many loads
+//             are in flight per lane (k = 4096 gives a lane only 4 blocks a row); TPR = 1 (CPU adapters)
+//             takes the x rows one after another, all blocks each
 // Numerics    per (row, x-row, block): acc = block_fma(d, v, x, acc) (dot32_f32.wgsl, f32 on every adapter)
 //             [+ fma(m, Σx, acc)] over the lane's blocks, then row_sum4 over the team: the same
-//             order for every m and MB (bit-identical batches)
+//             order for every m, MB and UNROLL (bit-identical batches)
 //
 // The decoder (decode32_<format>.wgsl) gives each 32-value block as `raw` (its loads: `Raw` with
 // at least d, m, d2, m2) and `vals` (its values v, small integers), the block being d·v [+ m]:
@@ -72,27 +74,30 @@ fn sum16x2(b: Blk) -> vec2<f32> {
     return vec2<f32>((lo.x + lo.y) + (lo.z + lo.w), (hi.x + hi.y) + (hi.z + hi.w));
 }
 
-// One block of four weight rows against row i of x (the one-lane path: x rows outermost, so the
-// accumulator is one register, not a dynamically indexed array).
-fn block_step(rows: vec4<u32>, b: u32, i: u32, acc: vec4<f32>) -> vec4<f32> {
-    let w0 = raw(params.info, rows.x + b);
-    let w1 = raw(params.info, rows.y + b);
-    let w2 = raw(params.info, rows.z + b);
-    let w3 = raw(params.info, rows.w + b);
-    let d = vec4<f32>(w0.d, w1.d, w2.d, w3.d);
-    let m = vec4<f32>(w0.m, w1.m, w2.m, w3.m);
+// One block of each of four weight rows: what a lane loads before it computes.
+struct Raw4 { r0: Raw, r1: Raw, r2: Raw, r3: Raw }
+
+fn load4(rows: vec4<u32>, b: u32) -> Raw4 {
+    return Raw4(raw(params.info, rows.x + b), raw(params.info, rows.y + b), raw(params.info, rows.z + b),
+                raw(params.info, rows.w + b));
+}
+
+// Block b of four weight rows (loaded) against row i of x, added to acc.
+fn block_acc(w: Raw4, b: u32, i: u32, acc: vec4<f32>) -> vec4<f32> {
+    let d = vec4<f32>(w.r0.d, w.r1.d, w.r2.d, w.r3.d);
+    let m = vec4<f32>(w.r0.m, w.r1.m, w.r2.m, w.r3.m);
     let xb = xblock(i, b);
     if (HALVES) {
-        let d2 = vec4<f32>(w0.d2, w1.d2, w2.d2, w3.d2);
-        var a = block_fma2(d, d2, vals(w0), vals(w1), vals(w2), vals(w3), xb, acc);
+        let d2 = vec4<f32>(w.r0.d2, w.r1.d2, w.r2.d2, w.r3.d2);
+        var a = block_fma2(d, d2, vals(w.r0), vals(w.r1), vals(w.r2), vals(w.r3), xb, acc);
         if (HAS_MIN) {
             let s = sum16x2(xb);
-            let m2 = vec4<f32>(w0.m2, w1.m2, w2.m2, w3.m2);
+            let m2 = vec4<f32>(w.r0.m2, w.r1.m2, w.r2.m2, w.r3.m2);
             a = fma(m2, vec4<f32>(s.y), fma(m, vec4<f32>(s.x), a));
         }
         return a;
     }
-    var a = block_fma(d, vals(w0), vals(w1), vals(w2), vals(w3), xb, acc);
+    var a = block_fma(d, vals(w.r0), vals(w.r1), vals(w.r2), vals(w.r3), xb, acc);
     if (HAS_MIN) {
         a = fma(m, vec4<f32>(sum32(xb)), a);
     }
@@ -109,7 +114,7 @@ fn matmul_vec(@builtin(workgroup_id) wg: vec3<u32>, @builtin(local_invocation_in
         for (var i = i0; i < min(i0 + MB, params.m); i++) {
             var a = vec4<f32>(0.0);
             for (var b = 0u; b < params.info.blocks; b++) {
-                a = block_step(rows, b, i, a);
+                a = block_acc(load4(rows, b), b, i, a);
             }
             let at = i * params.ldd + params.col0 + row;
             for (var r = 0u; r < 4u; r++) {
@@ -120,31 +125,43 @@ fn matmul_vec(@builtin(workgroup_id) wg: vec3<u32>, @builtin(local_invocation_in
         }
         return;
     }
+    // Lane t sums blocks t, t + TPR, t + 2·TPR, ... in that order whatever UNROLL is; UNROLL only
+    // says how many of them it loads before computing (independent loads in flight per lane).
     var acc: array<vec4<f32>, MB>;
-    for (var b = lane % TPR; b < params.info.blocks; b += TPR) {
-        let w0 = raw(params.info, rows.x + b);
-        let w1 = raw(params.info, rows.y + b);
-        let w2 = raw(params.info, rows.z + b);
-        let w3 = raw(params.info, rows.w + b);
-        let d = vec4<f32>(w0.d, w1.d, w2.d, w3.d);
+    var b = lane % TPR;
+    let blocks = params.info.blocks;
+    if (UNROLL >= 4u) {
+        for (; b + 3u * TPR < blocks; b += 4u * TPR) {
+            let w0 = load4(rows, b);
+            let w1 = load4(rows, b + TPR);
+            let w2 = load4(rows, b + 2u * TPR);
+            let w3 = load4(rows, b + 3u * TPR);
+            for (var i = 0u; i < MB; i++) {
+                if (i0 + i < params.m) {
+                    var a = block_acc(w0, b, i0 + i, acc[i]);
+                    a = block_acc(w1, b + TPR, i0 + i, a);
+                    a = block_acc(w2, b + 2u * TPR, i0 + i, a);
+                    acc[i] = block_acc(w3, b + 3u * TPR, i0 + i, a);
+                }
+            }
+        }
+    }
+    if (UNROLL >= 2u) {
+        for (; b + TPR < blocks; b += 2u * TPR) {
+            let w0 = load4(rows, b);
+            let w1 = load4(rows, b + TPR);
+            for (var i = 0u; i < MB; i++) {
+                if (i0 + i < params.m) {
+                    acc[i] = block_acc(w1, b + TPR, i0 + i, block_acc(w0, b, i0 + i, acc[i]));
+                }
+            }
+        }
+    }
+    for (; b < blocks; b += TPR) {
+        let w0 = load4(rows, b);
         for (var i = 0u; i < MB; i++) {
             if (i0 + i < params.m) {
-                let xb = xblock(i0 + i, b);
-                let m = vec4<f32>(w0.m, w1.m, w2.m, w3.m);
-                if (HALVES) {
-                    let d2 = vec4<f32>(w0.d2, w1.d2, w2.d2, w3.d2);
-                    acc[i] = block_fma2(d, d2, vals(w0), vals(w1), vals(w2), vals(w3), xb, acc[i]);
-                    if (HAS_MIN) {
-                        let s = sum16x2(xb);
-                        let m2 = vec4<f32>(w0.m2, w1.m2, w2.m2, w3.m2);
-                        acc[i] = fma(m2, vec4<f32>(s.y), fma(m, vec4<f32>(s.x), acc[i]));
-                    }
-                } else {
-                    acc[i] = block_fma(d, vals(w0), vals(w1), vals(w2), vals(w3), xb, acc[i]);
-                    if (HAS_MIN) {
-                        acc[i] = fma(m, vec4<f32>(sum32(xb)), acc[i]);
-                    }
-                }
+                acc[i] = block_acc(w0, b, i0 + i, acc[i]);
             }
         }
     }

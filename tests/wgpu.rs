@@ -145,6 +145,73 @@ fn matmul_and_embed_every_format_fallbacks() {
     }
 }
 
+/// Whether the reduced CI suite runs (`CI=true`).
+fn ci() -> bool {
+    std::env::var("CI").is_ok_and(|v| v == "true")
+}
+
+/// The GPU's GEMV shapes (teams of subgroup or shared-memory lanes, which a CPU adapter would not
+/// take) for every format, against `dequantize_row`.
+#[test]
+fn matmul_and_embed_every_format_teams() {
+    // Under CI=true (lavapipe on 2 cores, where each variant is a pipeline compile) the subgroup
+    // teams only; both kinds of team on demand (README: tests).
+    let kinds: &[Options] = if ci() { &[Options::default()] } else { &[Options::default(), Options::fallbacks()] };
+    for &options in kinds {
+        if let Some(be) = backend(Options { disable_solo: true, ..options }) {
+            check_matmul_and_embed(&be);
+        }
+    }
+}
+
+/// The GEMV's lanes sum their blocks in one order whatever number of blocks they load at once
+/// (`Options::vec_unroll`): the same bits for 1, 2 and 4, for m = 1 and every row of m = 5, and
+/// k long enough (131 or 136 blocks) that every lane runs the 4- and 2-block steps and the
+/// remainder. Subgroup teams for four formats, shared-memory teams for one (each variant is a
+/// pipeline compile on lavapipe).
+#[test]
+fn gemv_unroll_keeps_the_bits() {
+    let mut rng = Rng(23);
+    let n = 67;
+    let runs = [
+        (Options::default(), &[Format::Q4_0, Format::Q4_1, Format::Q8_0, Format::Q6_K][..]),
+        (Options::fallbacks(), &[Format::Q4_0][..]),
+    ];
+    // Under CI=true one block format and one k-quant in subgroup teams (as above).
+    let runs = if ci() { vec![(Options::default(), &[Format::Q4_0, Format::Q6_K][..])] } else { runs.to_vec() };
+    for (base, formats) in runs {
+        let backends: Vec<Wgpu> = [1, 2, 4]
+            .into_iter()
+            .filter_map(|u| backend(Options { disable_solo: true, vec_unroll: Some(u), batch_invariant: true, ..base }))
+            .collect();
+        for &format in formats {
+            let k = if format.is_kquant() { 4096 + 256 } else { 4096 + 3 * 32 };
+            let bytes = random_weight(&mut rng, format, n, k);
+            let x: Vec<f32> = (0..5 * k).map(|_| rng.uniform()).collect();
+            let mut seen: Option<Vec<u32>> = None;
+            for (be, unroll) in backends.iter().zip([1, 2, 4]) {
+                let w = be.upload_weight(format, n, k, HostBytes::from_vec(bytes.clone())).unwrap();
+                let run = |m: usize| {
+                    let mut xt = be.alloc(DType::F32, m, k).unwrap();
+                    be.write_f32(&mut xt, &x[..m * k]).unwrap();
+                    let mut dst = be.alloc(DType::F32, m, n).unwrap();
+                    be.matmul(&xt, &w, &mut dst).unwrap();
+                    let mut out = vec![0.0f32; m * n];
+                    be.read_f32(&dst, &mut out).unwrap();
+                    out.iter().map(|v| v.to_bits()).collect::<Vec<_>>()
+                };
+                let (one, five) = (run(1), run(5));
+                let what = format!("{} unroll {unroll} ({base:?})", format.name());
+                assert_eq!(one, five[..n], "{what}: m = 1 against row 0 of m = 5");
+                match &seen {
+                    Some(bits) => assert_eq!(*bits, five, "{what} against unroll 1"),
+                    None => seen = Some(five),
+                }
+            }
+        }
+    }
+}
+
 /// A weight uploaded in parts (`Options::weight_part_bytes` forced to a few rows) gives the bits
 /// of its one-part upload: matmul (GEMV for m = 1, 7; matmul_tiled for m = 70 unless the adapter
 /// fits no tile) and embed, with ids on both sides of part edges.

@@ -28,7 +28,9 @@ const MAX_BINDINGS: usize = 8;
 /// How long `wait` lets the device run before calling it hung (an error, never a stall).
 const WAIT_LIMIT: std::time::Duration = std::time::Duration::from_secs(120);
 
-/// Which optional device features to leave unused (`ULTRA_WGPU_DISABLE=subgroups,f16`), and
+/// Which optional device features to leave unused (`ULTRA_WGPU_DISABLE=subgroups,f16`; `solo`: the
+/// GPU's GEMV teams on a CPU adapter too), how many blocks a GEMV lane loads at once
+/// (`ULTRA_WGPU_VEC_UNROLL=1|2|4`), and
 /// whether to keep the batch-invariance promise (`ULTRA_WGPU_BATCH_INVARIANT=1`), and the largest
 /// part a weight is uploaded in (`ULTRA_WGPU_WEIGHT_PART=<bytes>`).
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
@@ -42,6 +44,12 @@ pub struct Options {
     /// binding and buffer limits; None: those limits). A weight larger than that is uploaded as
     /// row ranges, one buffer each (`GpuWeight::parts`); tests set it small to exercise the split.
     pub weight_part_bytes: Option<u64>,
+    /// Run the quantized GEMV in subgroup (or shared-memory) teams even on a CPU adapter, where it
+    /// would take one-lane teams: how lavapipe tests the GPU's kernel shapes.
+    pub disable_solo: bool,
+    /// Blocks per lane the quantized GEMV loads before computing on them (1, 2 or 4; None: the
+    /// planner's choice). The sums and their order do not depend on it.
+    pub vec_unroll: Option<u32>,
 }
 
 impl Options {
@@ -53,7 +61,15 @@ impl Options {
         let has = |w: &str| list.split(',').any(|x| x.trim().eq_ignore_ascii_case(w));
         let batch_invariant = std::env::var("ULTRA_WGPU_BATCH_INVARIANT").as_deref() == Ok("1");
         let weight_part_bytes = std::env::var("ULTRA_WGPU_WEIGHT_PART").ok().and_then(|v| v.trim().parse().ok());
-        Options { disable_subgroups: has("subgroups"), disable_f16: has("f16"), batch_invariant, weight_part_bytes }
+        let vec_unroll = std::env::var("ULTRA_WGPU_VEC_UNROLL").ok().and_then(|v| v.trim().parse().ok());
+        Options {
+            disable_subgroups: has("subgroups"),
+            disable_f16: has("f16"),
+            batch_invariant,
+            weight_part_bytes,
+            disable_solo: has("solo"),
+            vec_unroll,
+        }
     }
 
     /// Every optional feature off: the fallback kernels.
@@ -127,6 +143,8 @@ pub struct Context {
     pub(crate) cpu_adapter: bool,
     /// Options::batch_invariant: matmul never takes the tiled path.
     pub(crate) batch_invariant: bool,
+    /// Options::vec_unroll.
+    pub(crate) vec_unroll: Option<u32>,
     /// Bytes of the largest weight part (`Options::weight_part_bytes` within the adapter's limits).
     pub(crate) weight_part_bytes: u64,
     arena: wgpu::Buffer,
@@ -208,7 +226,7 @@ impl Context {
         });
         let subgroup_size = features.contains(wgpu::Features::SUBGROUP).then_some(info.subgroup_min_size);
         let profiler = profile.then(|| Profiler::new(&device, &queue));
-        let cpu_adapter = info.device_type == wgpu::DeviceType::Cpu;
+        let cpu_adapter = info.device_type == wgpu::DeviceType::Cpu && !options.disable_solo;
         Ok(Context {
             profiler,
             device,
@@ -217,6 +235,7 @@ impl Context {
             f16: features.contains(wgpu::Features::SHADER_F16),
             cpu_adapter,
             batch_invariant: options.batch_invariant,
+            vec_unroll: options.vec_unroll,
             weight_part_bytes: options
                 .weight_part_bytes
                 .unwrap_or(u64::MAX)

@@ -41,6 +41,7 @@ kernels! {
     MatmulTiled => "matmul_tiled", [R, R, W];
     Embed => "embed", [R, R, W];
     RmsNorm => "rms_norm", [R, R, W];
+    AddRmsNorm => "add_rms_norm", [W, R, R, W];
     Rope => "rope", [W, R, R];
     RmsNormRope => "rms_norm_rope", [W, R, R, R];
     SiluMul => "silu_mul", [R, R, W];
@@ -72,11 +73,14 @@ pub struct Variant {
     pub mb: u32,
     /// matmul_tiled: per-block products in f16 (needs SHADER_F16).
     pub f16: bool,
+    /// matmul_vec with teams of several lanes: blocks a lane loads before computing on them (1, 2
+    /// or 4; the sums and their order do not depend on it).
+    pub unroll: u32,
 }
 
 impl Variant {
     pub fn plain(kernel: Kernel) -> Variant {
-        Variant { kernel, format: None, subgroups: false, tpr: 0, mb: 0, f16: false }
+        Variant { kernel, format: None, subgroups: false, tpr: 0, mb: 0, f16: false, unroll: 1 }
     }
 
     pub fn label(&self) -> String {
@@ -86,6 +90,9 @@ impl Variant {
         }
         if matches!(self.kernel, Kernel::Matmul | Kernel::MatmulVec) {
             s += &format!("_tpr{}_mb{}{}", self.tpr, self.mb, if self.subgroups { "_subgroup" } else { "" });
+        }
+        if self.unroll > 1 {
+            s += &format!("_u{}", self.unroll);
         }
         if self.kernel == Kernel::MatmulTiled {
             s += &format!("_bn{}", self.mb);
@@ -103,6 +110,7 @@ impl Variant {
         if matches!(self.kernel, Kernel::Matmul | Kernel::MatmulVec) {
             let wg = if self.kernel == Kernel::Matmul { 256 } else { vec_wg(self.tpr) };
             src += &format!("const WG: u32 = {wg}u;\nconst TPR: u32 = {}u;\nconst MB: u32 = {}u;\n", self.tpr, self.mb);
+            src += &format!("const UNROLL: u32 = {}u;\n", self.unroll);
             src += if self.subgroups { shader!("reduce_subgroup") } else { shader!("reduce_shared") };
         }
         if self.kernel == Kernel::MatmulVec {
@@ -141,7 +149,14 @@ impl Variant {
                 Kernel::Matmul => {
                     for format in Format::ALL {
                         for (subgroups, tpr, mb) in [(false, 32, 1), (false, 32, 8), (true, 32, 1), (true, 8, 8)] {
-                            out.push(Variant { kernel, format: Some(format), subgroups, tpr, mb, f16: false });
+                            out.push(Variant {
+                                kernel,
+                                format: Some(format),
+                                subgroups,
+                                tpr,
+                                mb,
+                                ..Variant::plain(kernel)
+                            });
                         }
                     }
                 }
@@ -150,8 +165,16 @@ impl Variant {
                         let shapes =
                             [(false, 32, 1), (false, 32, 8), (true, 32, 1), (true, 8, 8), (false, 1, 1), (false, 1, 8)];
                         for (subgroups, tpr, mb) in shapes {
-                            for f16 in [false, true] {
-                                out.push(Variant { kernel, format: Some(format), subgroups, tpr, mb, f16 });
+                            for unroll in VEC_UNROLLS {
+                                out.push(Variant {
+                                    kernel,
+                                    format: Some(format),
+                                    subgroups,
+                                    tpr,
+                                    mb,
+                                    f16: false,
+                                    unroll,
+                                });
                             }
                         }
                     }
@@ -174,6 +197,9 @@ impl Variant {
         out
     }
 }
+
+/// The UNROLL values matmul_vec is built with.
+pub const VEC_UNROLLS: [u32; 3] = [1, 2, 4];
 
 /// Threads per workgroup of matmul_vec (teams of TPR lanes, four weight rows per team).
 pub const VEC_WG: u32 = 128;

@@ -30,10 +30,10 @@
 //! row stride); every output is summed as in the one-part path, so the bits do not change.
 
 use super::Wgpu;
-use super::kernels::{Kernel, TILED_SIDES, Variant, vec_wg};
+use super::kernels::{Kernel, TILED_SIDES, VEC_UNROLLS, Variant, vec_wg};
 use super::memory::WeightPart;
 use crate::backend::{Tensor, Weight, check};
-use crate::error::Result;
+use crate::error::{Error, Result};
 use crate::quant::Format;
 
 /// Rows of x per workgroup for 1 < m < TILED_MIN_M.
@@ -83,15 +83,28 @@ fn matmul_part(be: &Wgpu, x: &Tensor<Wgpu>, w: &Weight<Wgpu>, part: &WeightPart,
         // Whole blocks per lane, four weight rows per team of tpr lanes.
         // f32 products even with SHADER_F16: no slower (decode reads each weight once, so bandwidth,
         // not arithmetic, bounds it) and as exact as the CPU's (see the module doc).
-        let v = Variant { kernel: Kernel::MatmulVec, format: Some(format), subgroups, tpr, mb, f16: false };
+        let unroll = if tpr == 1 { 1 } else { vec_unroll(be, mb)? };
+        let v = Variant { kernel: Kernel::MatmulVec, format: Some(format), subgroups, tpr, mb, f16: false, unroll };
         let rows_per_group = (vec_wg(tpr) / tpr * 4) as usize;
         let groups = [n.div_ceil(rows_per_group) as u32, m.div_ceil(mb as usize) as u32, 1];
         return be.ctx.dispatch(v, &bufs, &params, groups);
     }
-    let v = Variant { kernel: Kernel::Matmul, format: Some(format), subgroups, tpr, mb, f16: false };
+    let v =
+        Variant { kernel: Kernel::Matmul, format: Some(format), subgroups, tpr, mb, ..Variant::plain(Kernel::Matmul) };
     let rows_per_group = 256 / tpr as usize;
     let groups = [n.div_ceil(rows_per_group) as u32, m.div_ceil(mb as usize) as u32, 1];
     be.ctx.dispatch(v, &bufs, &params, groups)
+}
+
+/// Blocks per lane matmul_vec loads before computing on them, for MB = `mb` rows of x.
+fn vec_unroll(be: &Wgpu, mb: u32) -> Result<u32> {
+    match be.ctx.vec_unroll {
+        Some(u) if VEC_UNROLLS.contains(&u) => Ok(u),
+        Some(u) => {
+            Err(Error::Unsupported { op: "matmul", backend: "wgpu", detail: format!("GEMV unroll {u} (1, 2 or 4)") })
+        }
+        None => Ok(if mb == 1 { 2 } else { 1 }),
+    }
 }
 
 /// The matmul_tiled variant for this call, or None for the GEMV path (small m, batch-invariant

@@ -179,6 +179,16 @@ impl Backend for Wgpu {
     fn rms_norm(&self, x: &Tensor<Self>, gain: &Tensor<Self>, eps: f32, dst: &mut Tensor<Self>) -> Result<()> {
         norm::rms_norm(self, x, gain, eps, dst)
     }
+    fn add_rms_norm(
+        &self,
+        x: &mut Tensor<Self>,
+        y: &Tensor<Self>,
+        gain: &Tensor<Self>,
+        eps: f32,
+        dst: &mut Tensor<Self>,
+    ) -> Result<()> {
+        norm::add_rms_norm(self, x, y, gain, eps, dst)
+    }
     fn rope(
         &self,
         x: &mut Tensor<Self>,

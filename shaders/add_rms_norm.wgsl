@@ -1,0 +1,41 @@
+// add_rms_norm  x[r, :] += y[r, :], then dst[r, :] = x[r, :] · gain / sqrt(mean(x[r, :]²) + eps)
+// Layout        x, y, dst: [n_rows, d] row-major f32; gain: [d]
+// Launch        one workgroup per row; 256 threads stride along the row (rms_norm.wgsl's grid)
+// Numerics      the sum is add_assign's f32 add, the norm rms_norm.wgsl's arithmetic on it, step for
+//               step: the bits of add_assign then rms_norm, in one dispatch instead of two
+
+const WG: u32 = 256u;
+
+struct Params { d: u32, eps: f32 }
+
+@group(0) @binding(0) var<uniform> params: Params;
+@group(0) @binding(1) var<storage, read_write> x: array<f32>;
+@group(0) @binding(2) var<storage, read> y: array<f32>;
+@group(0) @binding(3) var<storage, read> gain: array<f32>;
+@group(0) @binding(4) var<storage, read_write> dst: array<f32>;
+
+var<workgroup> partial: array<f32, WG>;
+
+@compute @workgroup_size(WG)
+fn add_rms_norm(@builtin(workgroup_id) wg: vec3<u32>, @builtin(local_invocation_index) lane: u32) {
+    let start = wg.x * params.d;
+    var sum_sq = 0.0;
+    for (var i = lane; i < params.d; i += WG) {
+        let v = x[start + i] + y[start + i];
+        x[start + i] = v;
+        sum_sq = fma(v, v, sum_sq);
+    }
+    partial[lane] = sum_sq;
+    workgroupBarrier();
+    for (var s = WG / 2u; s > 0u; s >>= 1u) {
+        if (lane < s) {
+            partial[lane] += partial[lane + s];
+        }
+        workgroupBarrier();
+    }
+    let scale = 1.0 / sqrt(partial[0] / f32(params.d) + params.eps);
+    // Each lane reads back only the elements it wrote above: no barrier needed.
+    for (var i = lane; i < params.d; i += WG) {
+        dst[start + i] = x[start + i] * scale * gain[i];
+    }
+}
