@@ -34,6 +34,11 @@
 mod avx2;
 #[cfg(target_arch = "x86_64")]
 mod avx512;
+pub mod panels;
+#[cfg(target_arch = "x86_64")]
+mod panels_avx512;
+#[cfg(target_arch = "x86_64")]
+mod quantize_avx512;
 mod reference;
 #[cfg_attr(not(target_arch = "x86_64"), allow(dead_code))]
 mod tags;
@@ -278,7 +283,7 @@ pub fn quantize_row(x: &[f32], out: &mut [XChunk]) {
     #[cfg(target_arch = "x86_64")]
     {
         if *avx512::AVAILABLE {
-            return avx512::quantize_row(x, out);
+            return quantize_avx512::quantize_row(x, out);
         }
         if *avx2::AVAILABLE {
             return avx2::quantize_row(x, out);
