@@ -53,8 +53,14 @@ fn dot_bytes<const SDOT: bool>(a: int8x16_t, b: int8x16_t) -> int32x4_t {
     unsafe {
         if SDOT {
             let mut acc = vdupq_n_s32(0);
-            asm!(".arch_extension dotprod\nsdot {acc:v}.4s, {a:v}.16b, {b:v}.16b", acc = inout(vreg) acc, a = in(vreg) a, b = in(vreg) b,
-                options(pure, nomem, nostack));
+            asm!(
+                ".arch_extension dotprod",
+                "sdot {acc:v}.4s, {a:v}.16b, {b:v}.16b",
+                acc = inout(vreg) acc,
+                a = in(vreg) a,
+                b = in(vreg) b,
+                options(pure, nomem, nostack),
+            );
             acc
         } else {
             let (lo, hi) = (vmull_s8(vget_low_s8(a), vget_low_s8(b)), vmull_high_s8(a, b));
