@@ -1,7 +1,8 @@
 // attention  dst[t, h] = Σ_{j0 ≤ j ≤ pos[t]} softmax_j(scale · q[t, h] · K[j, h/g]) · V[j, h/g], K and V read through
 //            the block table: slot(j) = block_table[seq[t]][j / block_size] · block_size + j % block_size;
 //            j0 = first_key(pos[t], window) (common.cuh; 0 without a window): keys before it are never read
-// Layout     q, dst: [n_tokens, n_heads · head_dim] f32; cache_k, cache_v: [n_slots, n_kv_heads · head_dim];
+// Layout     q, dst: [n_tokens, n_heads · head_dim] f32; cache_k, cache_v: [n_slots, n_kv_heads · head_dim] f32, or
+//            f16 for the entries named *_f16;
 //            partial: [n_tokens · n_heads][n_splits][2 + head_dim] = (max, sum, unnormalized output);
 //            done: u32 [n_tokens · n_kv_heads · n_chunks] split counters, zero between launches
 // Launch     attention (HEADS = 4) and attention_h1 (HEADS = 1): grid (n_tokens · n_kv_heads · n_chunks,
@@ -11,7 +12,8 @@
 //            Split s takes keys j ≡ s (mod n_splits), each warp every 4th of those (flash-decoding); the
 //            last split block of a (token, chunk) to finish merges the splits (one launch, no combine
 //            kernel); indices outside the block table or the cache are skipped, never read
-// Numerics   f32 online softmax per warp and head (running max, rescaled sums), merged by max-rescaling;
+// Numerics   an f16 cache's values are widened exactly, the rest as for f32;
+//            f32 online softmax per warp and head (running max, rescaled sums), merged by max-rescaling;
 //            head_dim ≤ 256. A head's arithmetic does not depend on which other heads share its block.
 
 #define MAX_DIMS_PER_LANE 8
@@ -32,8 +34,8 @@ __device__ void combine_splits(const float* base, float* out, u32 head_dim, u32 
     }
 }
 
-template <int ATT_HEADS>  // query heads per block
-__device__ __forceinline__ void attention_body(const float* q, const float* cache_k, const float* cache_v,
+template <int ATT_HEADS, typename KV>  // query heads per block, the cache's element type
+__device__ __forceinline__ void attention_body(const float* q, const KV* cache_k, const KV* cache_v,
                                                const u32* seq, const u32* pos, const u32* block_table, float* dst,
                                                float* partial, u32* done, u32 n_heads, u32 n_kv_heads,
                                                u32 head_dim, float scale, u32 block_size, u32 max_blocks,
@@ -71,14 +73,14 @@ __device__ __forceinline__ void attention_body(const float* q, const float* cach
         if (j / block_size >= max_blocks) break;
         const u64 slot = (u64)table[j / block_size] * block_size + j % block_size;
         if (slot >= n_slots) break;  // a block outside the cache: skipped, never read
-        const float* kr = cache_k + slot * kv_dim + (u64)kv_head * head_dim;
-        const float* vr = cache_v + slot * kv_dim + (u64)kv_head * head_dim;
+        const KV* kr = cache_k + slot * kv_dim + (u64)kv_head * head_dim;
+        const KV* vr = cache_v + slot * kv_dim + (u64)kv_head * head_dim;
         float kk[MAX_DIMS_PER_LANE], vv[MAX_DIMS_PER_LANE];
 #pragma unroll
         for (int i = 0; i < MAX_DIMS_PER_LANE; i++) {
             const u32 d = lane + 32 * i;
-            kk[i] = d < head_dim ? kr[d] : 0.0f;
-            vv[i] = d < head_dim ? vr[d] : 0.0f;
+            kk[i] = d < head_dim ? kv_load(kr, d) : 0.0f;
+            vv[i] = d < head_dim ? kv_load(vr, d) : 0.0f;
         }
 #pragma unroll
         for (int hh = 0; hh < ATT_HEADS; hh++) {
@@ -147,15 +149,17 @@ __device__ __forceinline__ void attention_body(const float* q, const float* cach
     }
 }
 
-#define ATTENTION_ENTRY(NAME, HEADS)                                                                            \
+#define ATTENTION_ENTRY(NAME, HEADS, KV)                                                                        \
     extern "C" __global__ void __launch_bounds__(128)                                                          \
-        NAME(const float* q, const float* cache_k, const float* cache_v, const u32* seq, const u32* pos,        \
+        NAME(const float* q, const KV* cache_k, const KV* cache_v, const u32* seq, const u32* pos,              \
              const u32* block_table, float* dst, float* partial, u32* done, u32 n_heads, u32 n_kv_heads,        \
              u32 head_dim, float scale, u32 block_size, u32 max_blocks, u32 n_splits, u32 n_seqs, u32 n_slots,  \
              u32 window) {                                                                                      \
-        attention_body<HEADS>(q, cache_k, cache_v, seq, pos, block_table, dst, partial, done, n_heads,          \
+        attention_body<HEADS, KV>(q, cache_k, cache_v, seq, pos, block_table, dst, partial, done, n_heads,          \
                               n_kv_heads, head_dim, scale, block_size, max_blocks, n_splits, n_seqs, n_slots,   \
                               window);                                                                          \
     }
-ATTENTION_ENTRY(attention, 4)
-ATTENTION_ENTRY(attention_h1, 1)
+ATTENTION_ENTRY(attention, 4, float)
+ATTENTION_ENTRY(attention_h1, 1, float)
+ATTENTION_ENTRY(attention_f16, 4, u16)
+ATTENTION_ENTRY(attention_h1_f16, 1, u16)

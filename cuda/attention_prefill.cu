@@ -1,6 +1,7 @@
 // attention_prefill  attention (formula in attention.cu) for many query tokens at once: the K/V rows of a
 //                    key tile are staged once in shared memory and shared by every query row of the block
-// Layout   q, dst: [n_tokens, n_heads · head_dim] f32; cache_k, cache_v: [n_slots, n_kv_heads · head_dim] f32;
+// Layout   q, dst: [n_tokens, n_heads · head_dim] f32; cache_k, cache_v: [n_slots, n_kv_heads · head_dim] f32
+//          (attention_prefill_<HD>) or f16 (attention_prefill_<HD>_f16, widened exactly as they are staged);
 //          with g = n_heads / n_kv_heads, row i of KV head kh (i < n_tokens · g) is query head kh · g + i % g
 //          of token i / g: a block's 64 rows are ~64 / g consecutive batch tokens × their g heads (GQA reuse;
 //          rows, not tokens, are tiled so that any g fills the block)
@@ -29,8 +30,10 @@
 #define PF_NEG (-1e30f)
 #define PF_STRIDE(HD) ((HD) + 4)  // floats per staged q or K/V row: 16-byte rows, float4 reads hit all banks
 
+template <typename KV>  // the cache's element type
 struct PrefillArgs {
-    const float *q, *cache_k, *cache_v;
+    const float* q;
+    const KV *cache_k, *cache_v;
     const u32 *seq, *pos, *block_table;
     float* dst;
     u32 n_tokens, n_heads, n_kv_heads, head_dim;
@@ -39,15 +42,16 @@ struct PrefillArgs {
 };
 
 // Offset of row i's head vector in q or dst (row i as in the header, of KV head kv_head).
-__device__ __forceinline__ u64 row_offset(const PrefillArgs& a, u64 i, u32 kv_head) {
+template <typename KV>
+__device__ __forceinline__ u64 row_offset(const PrefillArgs<KV>& a, u64 i, u32 kv_head) {
     const u32 g = a.n_heads / a.n_kv_heads;
     return ((i / g) * a.n_heads + (u64)kv_head * g + i % g) * a.head_dim;
 }
 
 // s_seq / s_pos per row (PF_NONE for rows past the batch or with a sequence outside the table), and the
 // rows' q scaled into s_q (zero past head_dim and past the batch).
-template <int HD>
-__device__ void load_rows(const PrefillArgs& a, u64 row0, u32 kv_head, float* s_q, u32* s_seq, u32* s_pos) {
+template <int HD, typename KV>
+__device__ void load_rows(const PrefillArgs<KV>& a, u64 row0, u32 kv_head, float* s_q, u32* s_seq, u32* s_pos) {
     const u32 tid = threadIdx.x, lane = tid & 31, warp = tid >> 5;
     const u64 n_rows = (u64)a.n_tokens * (a.n_heads / a.n_kv_heads);
     if (tid < PF_ROWS) {
@@ -70,7 +74,8 @@ __device__ void load_rows(const PrefillArgs& a, u64 row0, u32 kv_head, float* s_
 
 // s_slot[c] = the cache slot of key k0 + c of sequence `cur`, or PF_NONE when it is below `begin`, at or past `end`
 // (end ≤ max_blocks · block_size, so the table index stays in the row) or its block lies outside the cache.
-__device__ __forceinline__ void stage_slots(const PrefillArgs& a, u32 cur, u64 k0, u64 begin, u64 end, u32* s_slot) {
+template <typename KV>
+__device__ __forceinline__ void stage_slots(const PrefillArgs<KV>& a, u32 cur, u64 k0, u64 begin, u64 end, u32* s_slot) {
     const u32 tid = threadIdx.x;
     if (tid >= PF_KEYS) return;
     const u64 j = k0 + tid;
@@ -83,14 +88,14 @@ __device__ __forceinline__ void stage_slots(const PrefillArgs& a, u32 cur, u64 k
 }
 
 // s_kv[c][d] = cache[s_slot[c], kv_head · head_dim + d]; zero for a skipped key or d ≥ head_dim.
-template <int HD>
-__device__ void stage_kv(const PrefillArgs& a, const float* cache, u32 kv_head, const u32* s_slot, float* s_kv) {
+template <int HD, typename KV>
+__device__ void stage_kv(const PrefillArgs<KV>& a, const KV* cache, u32 kv_head, const u32* s_slot, float* s_kv) {
     const u32 lane = threadIdx.x & 31, warp = threadIdx.x >> 5;
     const u64 kv_dim = (u64)a.n_kv_heads * a.head_dim;
     for (u32 c = warp; c < PF_KEYS; c += PF_THREADS / 32) {
         const u32 slot = s_slot[c];
-        const float* src = slot != PF_NONE ? cache + slot * kv_dim + (u64)kv_head * a.head_dim : nullptr;
-        for (u32 d = lane; d < HD; d += 32) s_kv[c * PF_STRIDE(HD) + d] = src && d < a.head_dim ? src[d] : 0.0f;
+        const KV* src = slot != PF_NONE ? cache + slot * kv_dim + (u64)kv_head * a.head_dim : nullptr;
+        for (u32 d = lane; d < HD; d += 32) s_kv[c * PF_STRIDE(HD) + d] = src && d < a.head_dim ? kv_load(src, d) : 0.0f;
     }
 }
 
@@ -118,8 +123,8 @@ struct RowState {
 
 // Scores of the thread's 4 rows × 4 keys of the staged K tile, masked, folded into the online softmax;
 // the probabilities go to s_p for the P · V step.
-template <int HD>
-__device__ void score_tile(const PrefillArgs& a, RowState<HD>& st, u64 k0, const float* s_q, const float* s_kv,
+template <int HD, typename KV>
+__device__ void score_tile(const PrefillArgs<KV>& a, RowState<HD>& st, u64 k0, const float* s_q, const float* s_kv,
                            const u32* s_slot, float* s_p) {
     const u32 tx = threadIdx.x & 15, ty = threadIdx.x >> 4;
     float s[4][4] = {};
@@ -206,8 +211,8 @@ __device__ u32 next_sequence(const u32* s_seq, const u32* s_pos, u32 window, u32
     return cur;
 }
 
-template <int HD>
-__device__ void attention_prefill_body(const PrefillArgs& a) {
+template <int HD, typename KV>
+__device__ void attention_prefill_body(const PrefillArgs<KV>& a) {
     extern __shared__ float4 smem[];  // float4: 16-byte aligned
     float* s_q = (float*)smem;                    // [PF_ROWS][PF_STRIDE], scaled q
     float* s_kv = s_q + PF_ROWS * PF_STRIDE(HD);  // [PF_KEYS][PF_STRIDE], the tile's K, then its V
@@ -216,7 +221,7 @@ __device__ void attention_prefill_body(const PrefillArgs& a) {
     const u32 tid = threadIdx.x, tx = tid & 15, ty = tid >> 4, kv_head = blockIdx.y;
     const u64 row0 = (u64)blockIdx.x * PF_ROWS, key_cap = (u64)a.max_blocks * a.block_size;
 
-    load_rows<HD>(a, row0, kv_head, s_q, s_seq, s_pos);
+    load_rows<HD, KV>(a, row0, kv_head, s_q, s_seq, s_pos);
     RowState<HD> st;
 #pragma unroll
     for (int i = 0; i < 4; i++) {
@@ -238,11 +243,11 @@ __device__ void attention_prefill_body(const PrefillArgs& a) {
         for (u64 k0 = begin / PF_KEYS * PF_KEYS; k0 < end; k0 += PF_KEYS) {
             stage_slots(a, cur, k0, begin, end, s_slot);
             __syncthreads();
-            stage_kv<HD>(a, a.cache_k, kv_head, s_slot, s_kv);
+            stage_kv<HD, KV>(a, a.cache_k, kv_head, s_slot, s_kv);
             __syncthreads();
-            score_tile<HD>(a, st, k0, s_q, s_kv, s_slot, s_p);
+            score_tile<HD, KV>(a, st, k0, s_q, s_kv, s_slot, s_p);
             __syncthreads();  // K is read; V may replace it
-            stage_kv<HD>(a, a.cache_v, kv_head, s_slot, s_kv);
+            stage_kv<HD, KV>(a, a.cache_v, kv_head, s_slot, s_kv);
             __syncthreads();
             accumulate_pv<HD>(st, (u32)min((u64)PF_KEYS, end - k0), s_p, s_kv);
             __syncthreads();  // before the next tile's s_slot, s_kv and s_p
@@ -264,19 +269,21 @@ __device__ void attention_prefill_body(const PrefillArgs& a) {
     }
 }
 
-// One entry per head_dim bound HD (64, 128, 256): the host picks the smallest HD ≥ head_dim.
-#define ATTENTION_PREFILL(HD)                                                                                 \
+// One entry per head_dim bound HD (64, 128, 256) and cache type: the host picks the smallest HD ≥ head_dim.
+#define ATTENTION_PREFILL(NAME, HD, KV)                                                                       \
     extern "C" __global__ void __launch_bounds__(PF_THREADS)                                                  \
-        attention_prefill_##HD(const float* q, const float* cache_k, const float* cache_v, const u32* seq,    \
-                               const u32* pos, const u32* block_table, float* dst, u32 n_tokens, u32 n_heads, \
-                               u32 n_kv_heads, u32 head_dim, float scale, u32 block_size, u32 max_blocks,     \
-                               u32 n_seqs, u32 n_slots, u32 window) {                                         \
-        const PrefillArgs a = {q,         cache_k,    cache_v, seq,       pos,       block_table,             \
-                               dst,       n_tokens,   n_heads, n_kv_heads, head_dim, scale,                   \
-                               block_size, max_blocks, n_seqs, n_slots,   window};                            \
-        attention_prefill_body<HD>(a);                                                                        \
+        NAME(const float* q, const KV* cache_k, const KV* cache_v, const u32* seq, const u32* pos,            \
+             const u32* block_table, float* dst, u32 n_tokens, u32 n_heads, u32 n_kv_heads, u32 head_dim,     \
+             float scale, u32 block_size, u32 max_blocks, u32 n_seqs, u32 n_slots, u32 window) {              \
+        const PrefillArgs<KV> a = {q,          cache_k,    cache_v, seq,        pos,      block_table,        \
+                                   dst,        n_tokens,   n_heads, n_kv_heads, head_dim, scale,              \
+                                   block_size, max_blocks, n_seqs,  n_slots,    window};                      \
+        attention_prefill_body<HD, KV>(a);                                                                    \
     }
 
-ATTENTION_PREFILL(64)
-ATTENTION_PREFILL(128)
-ATTENTION_PREFILL(256)
+ATTENTION_PREFILL(attention_prefill_64, 64, float)
+ATTENTION_PREFILL(attention_prefill_128, 128, float)
+ATTENTION_PREFILL(attention_prefill_256, 256, float)
+ATTENTION_PREFILL(attention_prefill_64_f16, 64, u16)
+ATTENTION_PREFILL(attention_prefill_128_f16, 128, u16)
+ATTENTION_PREFILL(attention_prefill_256_f16, 256, u16)

@@ -1,7 +1,7 @@
 // common.cuh  helpers prepended (as text) to every kernel file before NVRTC compiles it
 // Layout      no layouts of its own: integer typedefs, f16/bf16 decoding, warp/block reductions, dp4a
 // Launch      reductions assume blockDim.x is a multiple of 32 and at most 1024
-// Numerics    f16 → f32 through PTX cvt (exact); sums in f32, butterfly order (xor shuffles)
+// Numerics    f16 → f32 through PTX cvt (exact), f32 → f16 round to nearest even; sums in f32, butterfly order (xor shuffles)
 
 typedef unsigned char u8;
 typedef unsigned short u16;
@@ -27,6 +27,13 @@ __device__ __forceinline__ u16 f32_to_f16(float f) {
     asm("cvt.rn.f16.f32 %0, %1;" : "=h"(h) : "f"(f));
     return h;
 }
+
+// A KV cache element (f32, or f16 as u16 bits) as f32, and back (round to nearest even): the attention,
+// kv_write and copy_slots kernels are templates over the cache's element type.
+__device__ __forceinline__ float kv_load(const float* p, u64 i) { return p[i]; }
+__device__ __forceinline__ float kv_load(const u16* p, u64 i) { return f16_to_f32(p[i]); }
+__device__ __forceinline__ void kv_store(float* p, u64 i, float v) { p[i] = v; }
+__device__ __forceinline__ void kv_store(u16* p, u64 i, float v) { p[i] = f32_to_f16(v); }
 
 // Four signed byte products summed into c (sm_61+).
 __device__ __forceinline__ int dp4a(int a, int b, int c) {

@@ -113,3 +113,20 @@ fn a_cached_page_survives_its_sequence_and_is_evicted_last_recently_used_first()
     assert_eq!(cache.reuse_prefix(d, &[1, 2, 3, 4, 9]).unwrap(), 0, "evicted pages are not matched");
     cache.check().unwrap();
 }
+
+/// The cache's element type is checked where the cache is made: the cpu backend has no f16 tensors
+/// (cuda's `--kv-type f16` alone does) and says so; u32 values are no cache at all.
+#[test]
+fn a_cache_of_f16_on_the_cpu_or_of_u32_is_refused_with_a_clear_error() {
+    use ultra::backend::DType;
+    let cpu = Cpu::new();
+    let layout = CacheLayout::plain(2, 16);
+    let made = |dtype| KvCache::new(&cpu, 1, 8, layout.with_kv_dtype(dtype)).err();
+    assert!(
+        matches!(made(DType::F16), Some(ultra::Error::Unsupported { backend: "cpu", .. })),
+        "{:?}",
+        made(DType::F16)
+    );
+    assert!(matches!(made(DType::U32), Some(ultra::Error::InvalidArgument(_))), "{:?}", made(DType::U32));
+    assert!(made(DType::F32).is_none());
+}

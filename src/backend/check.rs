@@ -36,6 +36,12 @@ pub fn dtype<B: Backend>(op: &'static str, name: &str, t: &Tensor<B>, dtype: DTy
     Ok(())
 }
 
+/// How a backend without f16 kernels refuses an f16 tensor (only a KV cache asks for one).
+pub fn no_f16(backend: &'static str) -> Error {
+    let detail = "f16 tensors (the f16 KV cache is cuda's; use `--kv-type f32`)".to_string();
+    Error::Unsupported { op: "alloc", backend, detail }
+}
+
 /// Every f32 argument, by name.
 fn f32s<B: Backend>(op: &'static str, args: &[(&str, &Tensor<B>)]) -> Result<()> {
     args.iter().try_for_each(|(name, t)| dtype(op, name, t, DType::F32))
@@ -187,7 +193,11 @@ pub fn gather_rows<B: Backend>(x: &Tensor<B>, rows: &Tensor<B>, dst: &Tensor<B>)
 
 /// The cache's k and v are `[n_slots, kv_dim]` f32 alike.
 fn cache<B: Backend>(op: &'static str, cache: &KvLayer<B>, kv_dim: usize) -> Result<()> {
-    f32s(op, &[("cache.k", &cache.k), ("cache.v", &cache.v)])?;
+    // f32 or f16 (only a backend with f16 tensors can have allocated one), K and V alike.
+    if cache.k.dtype == DType::U32 {
+        dtype(op, "cache.k", &cache.k, DType::F32)?;
+    }
+    dtype(op, "cache.v", &cache.v, cache.k.dtype)?;
     shape(op, &cache.k, cache.k.rows, kv_dim)?;
     shape(op, &cache.v, cache.k.rows, kv_dim)
 }

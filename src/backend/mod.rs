@@ -29,6 +29,19 @@ use crate::quant::Format;
 pub enum DType {
     F32,
     U32,
+    /// IEEE half, for a KV cache only (`CacheLayout::kv_dtype`; CUDA alone has kernels for it):
+    /// `write_f32` rounds to nearest even, `read_f32` widens exactly.
+    F16,
+}
+
+impl DType {
+    /// Bytes per element.
+    pub fn size(self) -> usize {
+        match self {
+            DType::F32 | DType::U32 => 4,
+            DType::F16 => 2,
+        }
+    }
 }
 
 /// A device-resident matrix `[rows, cols]`.
@@ -186,11 +199,11 @@ pub trait Backend: Send + Sync + Sized + 'static {
     // ---- memory ---------------------------------------------------------------------------
     /// A zero-filled tensor.
     fn alloc(&self, dtype: DType, rows: usize, cols: usize) -> Result<Tensor<Self>>;
-    /// dst[..data.len()] = data (f32 tensor).
+    /// dst[..data.len()] = data (f32 tensor; an f16 one where the backend has them, rounded).
     fn write_f32(&self, dst: &mut Tensor<Self>, data: &[f32]) -> Result<()>;
     /// dst[..data.len()] = data (u32 tensor).
     fn write_u32(&self, dst: &mut Tensor<Self>, data: &[u32]) -> Result<()>;
-    /// out = src[..out.len()] (f32 tensor); waits for queued work.
+    /// out = src[..out.len()] (f32 tensor, or f16 widened); waits for queued work.
     fn read_f32(&self, src: &Tensor<Self>, out: &mut [f32]) -> Result<()>;
     /// out = src[..out.len()] (u32 tensor); waits for queued work.
     fn read_u32(&self, src: &Tensor<Self>, out: &mut [u32]) -> Result<()>;

@@ -24,7 +24,7 @@ pub fn run(args: BenchArgs) -> Result<()> {
 }
 
 fn run_on<B: Backend>(backend: B, gguf: &Gguf, args: &BenchArgs) -> Result<()> {
-    let (p, n, runs) = (args.prompt_tokens, args.gen_tokens, args.runs);
+    let (p, n, runs, kv) = (args.prompt_tokens, args.gen_tokens, args.runs, args.kv_type.dtype());
     if let Some(layers) = &args.gpu_layers {
         return offload(Arc::new(backend), gguf, &layers.0, args);
     }
@@ -33,7 +33,8 @@ fn run_on<B: Backend>(backend: B, gguf: &Gguf, args: &BenchArgs) -> Result<()> {
     let mut out = json!({ "backend": backend.name(), "load_avg": bench::load_average() });
     let plain_only = args.batch.is_none() && args.draft_mode.is_empty();
     if plain_only {
-        let mut runner = Runner::new(backend.clone(), model.clone(), CacheLayout::plain(1, p + n), p + n)?;
+        let mut runner =
+            Runner::new(backend.clone(), model.clone(), CacheLayout::plain(1, p + n).with_kv_dtype(kv), p + n)?;
         let report = bench::bench(&mut runner, p, n, runs)?;
         super::request::merge(&mut out, serde_json::to_value(&report)?);
         if !args.json {
@@ -45,7 +46,8 @@ fn run_on<B: Backend>(backend: B, gguf: &Gguf, args: &BenchArgs) -> Result<()> {
     }
     if let Some(list) = &args.batch {
         let max_b = list.0.iter().copied().max().unwrap_or(1);
-        let mut runner = Runner::new(backend.clone(), model.clone(), CacheLayout::plain(max_b, p + n), p + n)?;
+        let mut runner =
+            Runner::new(backend.clone(), model.clone(), CacheLayout::plain(max_b, p + n).with_kv_dtype(kv), p + n)?;
         let report = bench::bench_batch(&mut runner, p, n, &list.0, runs)?;
         if !args.json {
             println!("batched decode | p {p}, n {n} per sequence, {runs} runs | aggregate tok/s");

@@ -195,6 +195,26 @@ pub struct CacheArgs {
     /// Pages in the pool (default: enough for every sequence's full context).
     #[arg(long)]
     pub cache_pages: Option<usize>,
+    #[arg(long, value_enum, default_value_t = KvType::F32)]
+    pub kv_type: KvType,
+}
+
+/// What the KV cache stores (llama.cpp's `-ctk`/`-ctv`, one switch for both).
+#[derive(Clone, Copy, Debug, PartialEq, Eq, ValueEnum)]
+pub enum KvType {
+    /// f32 values: every backend; the default.
+    F32,
+    /// f16 values, half the bytes for attention to read (cuda only).
+    F16,
+}
+
+impl KvType {
+    pub fn dtype(self) -> ultra::backend::DType {
+        match self {
+            KvType::F32 => ultra::backend::DType::F32,
+            KvType::F16 => ultra::backend::DType::F16,
+        }
+    }
 }
 
 impl CacheArgs {
@@ -205,6 +225,7 @@ impl CacheArgs {
         } else {
             CacheLayout::plain(max_seqs, context)
         }
+        .with_kv_dtype(self.kv_type.dtype())
     }
 }
 
@@ -348,6 +369,9 @@ pub struct BenchArgs {
     /// With --gpu-layers: ring depths to try, a list (`1,2,4`).
     #[arg(long, default_value = "2", value_parser = parse_list)]
     pub prefetch: List,
+    /// What the KV cache stores, for the pp/tg and --batch runs.
+    #[arg(long, value_enum, default_value_t = KvType::F32)]
+    pub kv_type: KvType,
     /// With --gpu-layers: where to write the SVG plot of tok/s against resident layers; with
     /// --batch: of aggregate decode tok/s against the batch size.
     #[arg(long)]

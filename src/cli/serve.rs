@@ -76,7 +76,7 @@ pub fn run(args: ServeArgs) -> Result<()> {
     let context = context_size(args.ctx, config.context_length);
     let page = args.cache.page_size.max(1);
     let pages = args.cache.cache_pages.unwrap_or(DEFAULT_POOL_TOKENS.max(4 * context).div_ceil(page));
-    let layout = CacheLayout::paged(page, pages);
+    let layout = CacheLayout::paged(page, pages).with_kv_dtype(args.cache.kv_type.dtype());
     // A sequence longer than the pool could never be admitted; the context check then refuses
     // it up front with a 400 instead of failing the batch.
     let context = context.min(pages * page);

@@ -30,17 +30,25 @@ pub struct CacheLayout {
     pub n_blocks: usize,
     /// Share full blocks between sequences with equal prefixes.
     pub prefix_caching: bool,
+    /// What a slot's values are stored as: `F32` (every backend, the default) or `F16` (half the
+    /// bytes for attention to read; cuda only, others refuse it when the cache is made).
+    pub kv_dtype: DType,
 }
 
 impl CacheLayout {
     /// One contiguous region of `context` slots for each of `max_seqs` sequences.
     pub fn plain(max_seqs: usize, context: usize) -> CacheLayout {
-        CacheLayout { block_size: context, n_blocks: max_seqs, prefix_caching: false }
+        CacheLayout { block_size: context, n_blocks: max_seqs, prefix_caching: false, kv_dtype: DType::F32 }
     }
 
     /// `n_pages` pages of `page_size` slots shared by all sequences, with prefix caching.
     pub fn paged(page_size: usize, n_pages: usize) -> CacheLayout {
-        CacheLayout { block_size: page_size, n_blocks: n_pages, prefix_caching: true }
+        CacheLayout { block_size: page_size, n_blocks: n_pages, prefix_caching: true, kv_dtype: DType::F32 }
+    }
+
+    /// The same layout with slots stored as `kv_dtype` (`F32` or `F16`).
+    pub fn with_kv_dtype(self, kv_dtype: DType) -> CacheLayout {
+        CacheLayout { kv_dtype, ..self }
     }
 
     pub fn n_slots(&self) -> usize {
@@ -78,12 +86,15 @@ impl<B: Backend> KvCache<B> {
         if layout.block_size == 0 || layout.n_blocks == 0 || layout.n_slots() > u32::MAX as usize {
             return Err(Error::InvalidArgument(format!("KV cache layout {layout:?} is empty or too large")));
         }
+        if layout.kv_dtype == DType::U32 {
+            return Err(Error::InvalidArgument("KV cache values must be F32 or F16, not U32".into()));
+        }
         let n_slots = layout.n_slots();
         let layers = (0..n_layers)
             .map(|_| {
                 Ok(KvLayer {
-                    k: backend.alloc(DType::F32, n_slots, kv_dim)?,
-                    v: backend.alloc(DType::F32, n_slots, kv_dim)?,
+                    k: backend.alloc(layout.kv_dtype, n_slots, kv_dim)?,
+                    v: backend.alloc(layout.kv_dtype, n_slots, kv_dim)?,
                 })
             })
             .collect::<Result<Vec<_>>>()?;

@@ -46,7 +46,8 @@ model_suite!(cpu: ultra::Cpu, "cpu", "", Ok(ultra::Cpu::exact()), tolerances::cp
 ]);
 
 // The default int8 path (portable code where the CPU lacks AVX-512 VNNI: the same bits), held
-// to the f32 CPU above. It is not chunk-invariant (int8 kernels up to 16 rows, the f32 tile above).
+// to the f32 CPU above. It is not chunk-invariant (decode int8 kernels up to 16 rows, the panel
+// GEMM or the f32 tile above).
 model_suite!(cpu_int8: ultra::Cpu, "cpu", "", Ok(ultra::Cpu::with_activations(ultra::backend::cpu::Activations::Int8)), tolerances::cpu_int8, [
     teacher_forced_logits_match_the_references,
     greedy_ids_match_llama_cpp_and_the_cpu_until_a_near_tie,

@@ -4,7 +4,7 @@
 use std::fmt;
 
 use ultra::Format;
-use ultra::backend::{Rope, RopeStyle};
+use ultra::backend::{DType, Rope, RopeStyle};
 use ultra::quant::intn::Scheme;
 
 /// One `#[test]` per family per backend.
@@ -61,6 +61,8 @@ pub struct AttnCase {
     pub block_size: usize,
     /// Sliding window (keys a token sees, itself included), `None` for full causal attention.
     pub window: Option<usize>,
+    /// The cache's element type: F32, or F16 (cuda only), whose rows the oracle still takes unrounded.
+    pub kv: DType,
 }
 
 #[derive(Clone, Debug)]
@@ -130,6 +132,7 @@ pub enum Op {
         n_tokens: usize,
         n_slots: usize,
         kv_dim: usize,
+        kv: DType,
     },
     Attention(AttnCase),
     CopySlots {
@@ -138,6 +141,7 @@ pub enum Op {
         src: usize,
         dst: usize,
         n: usize,
+        kv: DType,
     },
     Argmax {
         rows: usize,
@@ -204,22 +208,23 @@ impl fmt::Display for Op {
             Op::AddAssign { rows, d } => write!(f, "add_assign(rows={rows},d={d})"),
             Op::AddBias { rows, d } => write!(f, "add_bias(rows={rows},d={d})"),
             Op::GatherRows { rows, d, n } => write!(f, "gather_rows(rows={rows},d={d},n={n})"),
-            Op::KvWrite { n_tokens, n_slots, kv_dim } => {
-                write!(f, "kv_write(n_tokens={n_tokens},n_slots={n_slots},kv_dim={kv_dim})")
+            Op::KvWrite { n_tokens, n_slots, kv_dim, kv } => {
+                write!(f, "kv_write(n_tokens={n_tokens},n_slots={n_slots},kv_dim={kv_dim}{})", kv_suffix(*kv))
             }
             Op::Attention(a) => write!(
                 f,
-                "attention(seq_lens={:?},new_tokens={:?},n_heads={},n_kv_heads={},head_dim={},block_size={}{})",
+                "attention(seq_lens={:?},new_tokens={:?},n_heads={},n_kv_heads={},head_dim={},block_size={}{}{})",
                 a.seq_lens,
                 a.new_tokens,
                 a.n_heads,
                 a.n_kv_heads,
                 a.head_dim,
                 a.block_size,
-                a.window.map_or(String::new(), |w| format!(",window={w}"))
+                a.window.map_or(String::new(), |w| format!(",window={w}")),
+                kv_suffix(a.kv)
             ),
-            Op::CopySlots { n_slots, kv_dim, src, dst, n } => {
-                write!(f, "copy_slots(n_slots={n_slots},kv_dim={kv_dim},src={src},dst={dst},n={n})")
+            Op::CopySlots { n_slots, kv_dim, src, dst, n, kv } => {
+                write!(f, "copy_slots(n_slots={n_slots},kv_dim={kv_dim},src={src},dst={dst},n={n}{})", kv_suffix(*kv))
             }
             Op::Argmax { rows, vocab } => write!(f, "argmax(rows={rows},vocab={vocab},ties)"),
             Op::TopK { rows, vocab, k } => write!(f, "top_k(rows={rows},vocab={vocab},k={k})"),
@@ -288,11 +293,21 @@ fn k_for(format: Format, k: usize) -> usize {
     k.next_multiple_of(format.block_len())
 }
 
+/// `,kv=f16` in a case name for an f16 cache (nothing for f32).
+fn kv_suffix(kv: DType) -> &'static str {
+    if kv == DType::F16 { ",kv=f16" } else { "" }
+}
+
 /// Cases that must fail with `Error::Unsupported` instead of running, by backend: a format that
 /// lands on one backend first lists its cases here, so the table checks the others refuse it
-/// cleanly. None today: every format has kernels on every backend.
-pub fn unsupported_on(_backend: &str, _op: &Op) -> bool {
-    false
+/// cleanly. Today the f16 KV cache (cuda's alone).
+pub fn unsupported_on(backend: &str, op: &Op) -> bool {
+    let kv = match op {
+        Op::KvWrite { kv, .. } | Op::CopySlots { kv, .. } => *kv,
+        Op::Attention(a) => a.kv,
+        _ => DType::F32,
+    };
+    kv == DType::F16 && backend != "cuda"
 }
 
 pub fn all() -> Vec<Case> {
@@ -403,11 +418,15 @@ pub fn all() -> Vec<Case> {
             cases.push(case(Op::TopK { rows, vocab, k }, tolerance, TOP_K_WHY));
         }
     }
-    for (n_tokens, n_slots, kv_dim) in [(1, 1, 64), (7, 48, 192), (33, 100, 96)] {
-        cases.push(case(Op::KvWrite { n_tokens, n_slots, kv_dim }, Tolerance::Exact, "a copy"));
-    }
-    for (n_slots, kv_dim, src, dst, n) in [(4, 64, 0, 3, 1), (64, 192, 16, 40, 16), (50, 96, 3, 10, 20)] {
-        cases.push(case(Op::CopySlots { n_slots, kv_dim, src, dst, n }, Tolerance::Exact, "a copy (may overlap)"));
+    // f16 caches: the oracle's values are rounded to f16 (run.rs) as the host write and the kernel round them.
+    for kv in [DType::F32, DType::F16] {
+        for (n_tokens, n_slots, kv_dim) in [(1, 1, 64), (7, 48, 192), (33, 100, 96)] {
+            cases.push(case(Op::KvWrite { n_tokens, n_slots, kv_dim, kv }, Tolerance::Exact, "a copy (f16: rounded)"));
+        }
+        for (n_slots, kv_dim, src, dst, n) in [(4, 64, 0, 3, 1), (64, 192, 16, 40, 16), (50, 96, 3, 10, 20)] {
+            let op = Op::CopySlots { n_slots, kv_dim, src, dst, n, kv };
+            cases.push(case(op, Tolerance::Exact, "a copy (may overlap)"));
+        }
     }
     let why_attn = "f32 dots, expf and online-softmax rescaling against a two-pass f64 softmax";
     let attn = |seq_lens: &[usize], new_tokens: &[usize], heads: (usize, usize), head_dim, block_size| {
@@ -419,8 +438,19 @@ pub fn all() -> Vec<Case> {
             head_dim,
             block_size,
             window: None,
+            kv: DType::F32,
         };
         case(Op::Attention(a), Tolerance::Nmse(1e-9), why_attn)
+    };
+    // An f16 cache against the oracle on the unrounded f32 rows: that is the error of the f16 cache
+    // against the f32 one. Each value rounds by ≤ 2^-11 relative; an f64 simulation of these fills
+    // (q in ±4, K/V in ±1, 1 to 1000 keys, head_dim 64 to 256) gives NMSE 4e-8 .. 1e-7; 5e-7 allows 5×.
+    let why_f16 = "f16 K/V (≤ 2^-11 relative each) against the f32 oracle: NMSE ~1e-7 in an f64 simulation";
+    let f16 = |mut c: Case| {
+        if let Op::Attention(a) = &mut c.op {
+            a.kv = DType::F16;
+        }
+        Case { tolerance: Tolerance::Nmse(5e-7), why: why_f16, ..c }
     };
     let windowed = |mut c: Case, window: usize| {
         if let Op::Attention(a) = &mut c.op {
@@ -470,5 +500,15 @@ pub fn all() -> Vec<Case> {
     cases.push(windowed(attn(&[100, 1, 65, 33, 500], &[40, 1, 1, 33, 1], (9, 3), 64, 16), 33)); // mixed batch
     cases.push(windowed(attn(&[600, 20], &[70, 20], (4, 1), 256, 16), 512)); // gemma3's shape and window
     cases.push(windowed(attn(&[30], &[30], (2, 2), 32, 5), 100)); // a window longer than the sequence
+    // f16 caches through every cuda entry: flash-decoding with 4 heads per block and with 1, and the tiled
+    // kernel at head_dim 64, 128 and 256 (with a window and a mixed batch).
+    cases.push(f16(attn(&lens(64), &[1; 64], (32, 8), 128, 16))); // llama-8b decode batch (attention_f16)
+    cases.push(f16(attn(&[1, 65, 1000], &[1, 1, 1], (8, 2), 128, 16))); // few tokens (attention_h1_f16)
+    cases.push(f16(attn(&[20, 45, 5], &[5, 4, 3], (4, 1), 32, 16))); // speculative verify, MQA
+    cases.push(f16(attn(&[133], &[133], (9, 3), 64, 16))); // prefill (attention_prefill_64_f16)
+    cases.push(f16(attn(&[100, 1, 65, 33, 500], &[40, 1, 1, 33, 1], (9, 3), 64, 16))); // mixed batch
+    cases.push(f16(attn(&[1000], &[70], (8, 2), 128, 16))); // a chunk mid-sequence (attention_prefill_128_f16)
+    cases.push(f16(windowed(attn(&[600, 20], &[70, 20], (4, 1), 256, 16), 512))); // gemma3 (prefill_256_f16)
+    cases.push(f16(windowed(attn(&[1, 39, 40, 41, 100, 300, 1000], &[1; 7], (9, 3), 64, 16), 40))); // decode, window
     cases
 }

@@ -74,6 +74,7 @@ pub fn attention<B: Backend>(b: &B, max_tokens: usize) {
         head_dim: 64,
         block_size: 16,
         window: None,
+        kv: DType::F32,
     };
     let one_prompt = AttnCase { seq_lens: vec![290], new_tokens: vec![37], ..mixed.clone() };
     let serving = AttnCase { seq_lens: vec![100, 1, 65, 33], new_tokens: vec![40, 1, 1, 33], ..mixed.clone() };

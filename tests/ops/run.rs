@@ -115,7 +115,7 @@ pub fn run<B: Backend>(b: &B, op: &Op, rng: &mut Rng) -> Outcome {
             b.gather_rows(&x, &idx, &mut dst)?;
             Ok((expected, widen(&read_f32(b, &dst)?)))
         }
-        Op::KvWrite { n_tokens, n_slots, kv_dim } => {
+        Op::KvWrite { n_tokens, n_slots, kv_dim, kv } => {
             let (k_cache, v_cache) = (rng.fill(n_slots * kv_dim, -1.0, 1.0), rng.fill(n_slots * kv_dim, -1.0, 1.0));
             let (k_new, v_new) = (rng.fill(n_tokens * kv_dim, -1.0, 1.0), rng.fill(n_tokens * kv_dim, -1.0, 1.0));
             let mut slots: Vec<u32> = (0..n_slots as u32).collect();
@@ -127,20 +127,20 @@ pub fn run<B: Backend>(b: &B, op: &Op, rng: &mut Rng) -> Outcome {
                 expected[0][s * kv_dim..][..kv_dim].copy_from_slice(&k_new[t * kv_dim..][..kv_dim]);
                 expected[1][s * kv_dim..][..kv_dim].copy_from_slice(&v_new[t * kv_dim..][..kv_dim]);
             }
-            let mut cache = kv_layer(b, n_slots, kv_dim, &k_cache, &v_cache)?;
+            let mut cache = kv_layer_as(b, kv, n_slots, kv_dim, &k_cache, &v_cache)?;
             let (k, v) = (f32_tensor(b, n_tokens, kv_dim, &k_new)?, f32_tensor(b, n_tokens, kv_dim, &v_new)?);
             b.kv_write(&k, &v, &u32_tensor(b, n_tokens, 1, &slots)?, &mut cache)?;
-            Ok((widen(&expected.concat()), read_cache(b, &cache)?))
+            Ok((widen(&stored(kv, &expected.concat())), read_cache(b, &cache)?))
         }
-        Op::CopySlots { n_slots, kv_dim, src, dst, n } => {
+        Op::CopySlots { n_slots, kv_dim, src, dst, n, kv } => {
             let (k_cache, v_cache) = (rng.fill(n_slots * kv_dim, -1.0, 1.0), rng.fill(n_slots * kv_dim, -1.0, 1.0));
             let mut expected = [k_cache.clone(), v_cache.clone()];
             for side in &mut expected {
                 side.copy_within(src * kv_dim..(src + n) * kv_dim, dst * kv_dim);
             }
-            let mut cache = kv_layer(b, n_slots, kv_dim, &k_cache, &v_cache)?;
+            let mut cache = kv_layer_as(b, kv, n_slots, kv_dim, &k_cache, &v_cache)?;
             b.copy_slots(&mut cache, src, dst, n)?;
-            Ok((widen(&expected.concat()), read_cache(b, &cache)?))
+            Ok((widen(&stored(kv, &expected.concat())), read_cache(b, &cache)?))
         }
         Op::Attention(ref a) => {
             let setup = PagedAttention::new(rng, a);
@@ -204,7 +204,31 @@ fn top_k_logits(rng: &mut Rng, rows: usize, vocab: usize) -> Vec<f32> {
 }
 
 pub fn kv_layer<B: Backend>(b: &B, n_slots: usize, kv_dim: usize, k: &[f32], v: &[f32]) -> ultra::Result<KvLayer<B>> {
-    Ok(KvLayer { k: f32_tensor(b, n_slots, kv_dim, k)?, v: f32_tensor(b, n_slots, kv_dim, v)? })
+    kv_layer_as(b, DType::F32, n_slots, kv_dim, k, v)
+}
+
+/// A cache of `kv` elements (F32 or F16) holding k and v (write_f32 rounds them to an f16 cache).
+pub fn kv_layer_as<B: Backend>(
+    b: &B,
+    kv: DType,
+    n_slots: usize,
+    kv_dim: usize,
+    k: &[f32],
+    v: &[f32],
+) -> ultra::Result<KvLayer<B>> {
+    let mut layer = KvLayer { k: b.alloc(kv, n_slots, kv_dim)?, v: b.alloc(kv, n_slots, kv_dim)? };
+    b.write_f32(&mut layer.k, k)?;
+    b.write_f32(&mut layer.v, v)?;
+    Ok(layer)
+}
+
+/// The values as a cache of `kv` elements holds them: f16 rounds to nearest even (as `half` and the
+/// kernels' cvt.rn do), f32 keeps them.
+fn stored(kv: DType, values: &[f32]) -> Vec<f32> {
+    match kv {
+        DType::F16 => values.iter().map(|&v| half::f16::from_f32(v).to_f32()).collect(),
+        _ => values.to_vec(),
+    }
 }
 
 fn read_cache<B: Backend>(b: &B, cache: &KvLayer<B>) -> ultra::Result<Vec<f64>> {
@@ -278,7 +302,7 @@ impl PagedAttention {
         let q_host: Vec<f32> = which.iter().flat_map(|&t| self.q[t * q_dim..][..q_dim].to_vec()).collect();
         let seq: Vec<u32> = which.iter().map(|&t| self.tokens[t].0 as u32).collect();
         let pos: Vec<u32> = which.iter().map(|&t| self.tokens[t].1 as u32).collect();
-        let cache = kv_layer(b, self.cache_k.len() / kv_dim, kv_dim, &self.cache_k, &self.cache_v)?;
+        let cache = kv_layer_as(b, a.kv, self.cache_k.len() / kv_dim, kv_dim, &self.cache_k, &self.cache_v)?;
         let batch = AttnBatch {
             seq: u32_tensor(b, n, 1, &seq)?,
             pos: u32_tensor(b, n, 1, &pos)?,

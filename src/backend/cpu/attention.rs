@@ -92,15 +92,19 @@ pub fn attention(
         shape: *shape,
     };
     let n_seqs = batch.block_table.rows;
-    f32s_mut(op, dst)?.par_chunks_mut(head_dim).enumerate().try_for_each(|(i, out)| {
-        let (t, h) = (i / n_heads, i % n_heads);
+    // One task per (token, KV head) when that keeps every thread busy: the query heads of one KV
+    // head then read its K/V rows from L1 in turn. Fewer tokens (decode): one task per head.
+    let group = n_heads / shape.n_kv_heads;
+    let heads_per_task = if dst.rows * shape.n_kv_heads >= 4 * rayon::current_num_threads() { group } else { 1 };
+    f32s_mut(op, dst)?.par_chunks_mut(heads_per_task * head_dim).enumerate().try_for_each(|(i, out)| {
+        let (t, h0) = (i * heads_per_task / n_heads, i * heads_per_task % n_heads);
         let seq = index(op, "seq", plan.seq[t], n_seqs)?;
-        plan.head(t, h, seq, out)
+        plan.heads(t, h0..h0 + heads_per_task, seq, out)
     })
 }
 
 thread_local! {
-    /// Scores, then probabilities, of the current (token, head) over its positions: [n_pos].
+    /// Scores, then probabilities, of the current task's heads over their positions: [heads, n_pos].
     static SCORES: RefCell<Vec<f32>> = const { RefCell::new(Vec::new()) };
     /// Offset of each position's K/V row (this head's columns) in the cache: [n_pos].
     static ROWS: RefCell<Vec<usize>> = const { RefCell::new(Vec::new()) };
@@ -125,41 +129,100 @@ fn lane_sum(xs: &[f32]) -> f32 {
     sum
 }
 
+/// Positions per turn of the heads in the scores (64 K rows: 16 KiB at head_dim 64, within L1).
+const KEY_BLOCK: usize = 64;
+/// Positions per turn of the heads in the weighted sum of V.
+const VALUE_BLOCK: usize = 64;
+
+/// dst[j] = scale · dot(q, k_row(block[j])): 16 keys per dot16, then 4 per dot4, then single
+/// dots (all bit-identical to single dots, and dot is symmetric).
+fn scores_of<'a>(q: &[f32], block: &[usize], k_row: impl Fn(usize) -> &'a [f32], scale: f32, dst: &mut [f32]) {
+    let mut sixteens = block.chunks_exact(16);
+    let mut d = dst.iter_mut();
+    for g in &mut sixteens {
+        // The array first: zip asks its left side first, and must not take a slot it cannot fill.
+        for (v, s) in simd::dot16(std::array::from_fn(|r| k_row(g[r])), q).into_iter().zip(&mut d) {
+            *s = scale * v;
+        }
+    }
+    let mut fours = sixteens.remainder().chunks_exact(4);
+    for g in &mut fours {
+        for (v, s) in simd::dot4([k_row(g[0]), k_row(g[1]), k_row(g[2]), k_row(g[3])], q).into_iter().zip(&mut d) {
+            *s = scale * v;
+        }
+    }
+    for (s, &at) in d.zip(fours.remainder()) {
+        *s = scale * simd::dot(q, k_row(at));
+    }
+}
+
+/// The largest of xs ignoring NaN (−∞ if none): 16 lanes, each kept by `s > m ? s : m` (it
+/// vectorizes), then the lanes the same way. Max is exact, so this is the sequential fold's value
+/// up to the sign of a zero maximum, which `s − max` and e^(s − max) do not show.
+fn max_of(xs: &[f32]) -> f32 {
+    let pick = |m: f32, s: f32| if s > m { s } else { m };
+    let mut lanes = [f32::NEG_INFINITY; 16];
+    let mut chunks = xs.chunks_exact(16);
+    for c in &mut chunks {
+        for l in 0..16 {
+            lanes[l] = pick(lanes[l], c[l]);
+        }
+    }
+    chunks.remainder().iter().fold(lanes.into_iter().fold(f32::NEG_INFINITY, pick), |m, &s| pick(m, s))
+}
+
 impl Plan<'_> {
     /// out = softmax-weighted sum of V over positions first_key(pos[t])..=pos[t] of `seq`, for
-    /// query head h of token t.
+    /// each query head h of `heads` (all of one KV head) of token t, out holding them in order.
     ///
-    /// Two passes over the positions, in order: the scores s_j = scale · dot(q, k_j) into scratch;
+    /// Per head, two passes over the positions, in order: the scores s_j = scale · dot(q, k_j);
     /// then p_j = e^(s_j − max_j s_j) (the maximum gets exactly 1), denom = lane_sum(p), and
     /// out = (Σ_j p_j · v_j) / denom by fused axpys in order of j. A plain (not online) softmax:
-    /// one exponential per position, vectorized, and no rescaling of `out`.
-    fn head(&self, t: usize, h: usize, seq: usize, out: &mut [f32]) -> Result<()> {
+    /// one exponential per position, vectorized, and no rescaling of `out`. The heads take turns
+    /// per block of positions (their K/V rows still in L1); each head's arithmetic, and so its
+    /// bits, are those of a head computed alone.
+    fn heads(&self, t: usize, heads: std::ops::Range<usize>, seq: usize, out: &mut [f32]) -> Result<()> {
         let AttnShape { n_heads, n_kv_heads, head_dim, scale, .. } = self.shape;
         let kv_dim = n_kv_heads * head_dim;
-        let kv_col = (h / (n_heads / n_kv_heads)) * head_dim;
-        let q = &self.q[(t * n_heads + h) * head_dim..][..head_dim];
+        let kv_col = (heads.start / (n_heads / n_kv_heads)) * head_dim;
+        let q = |h: usize| &self.q[(t * n_heads + h) * head_dim..][..head_dim];
         let end = self.pos[t] as usize + 1;
         let start = self.shape.first_key(end - 1);
         SCORES.with_borrow_mut(|scores| {
             ROWS.with_borrow_mut(|rows| {
                 rows.clear();
                 self.for_each_slot(seq, start, end, |slot| rows.push(slot * kv_dim + kv_col))?;
+                let n = rows.len();
+                if n == 0 {
+                    // Unreachable (a token always sees itself), but chunks(0) below would panic.
+                    out.fill(0.0);
+                    return Ok(());
+                }
                 let k_row = |at: usize| &self.k[at..at + head_dim];
                 scores.clear();
-                let mut groups = rows.chunks_exact(4);
-                for g in &mut groups {
-                    // dot4 is bit-identical to four dot calls, and dot is symmetric.
-                    let d = simd::dot4([k_row(g[0]), k_row(g[1]), k_row(g[2]), k_row(g[3])], q);
-                    scores.extend(d.map(|d| scale * d));
+                scores.resize(heads.len() * n, 0.0);
+                for (b, block) in rows.chunks(KEY_BLOCK).enumerate() {
+                    for (i, h) in heads.clone().enumerate() {
+                        let dst = &mut scores[i * n + b * KEY_BLOCK..][..block.len()];
+                        scores_of(q(h), block, k_row, scale, dst);
+                    }
                 }
-                scores.extend(groups.remainder().iter().map(|&at| scale * simd::dot(q, k_row(at))));
-                let max = scores.iter().fold(f32::NEG_INFINITY, |m, &s| if s > m { s } else { m });
-                scores.iter_mut().for_each(|s| *s -= max);
+                for p in scores.chunks_mut(n) {
+                    let max = max_of(p);
+                    p.iter_mut().for_each(|s| *s -= max);
+                }
                 simd::exp_in_place(scores);
-                let denom = lane_sum(scores);
                 out.fill(0.0);
-                simd::axpy_rows(scores, self.v, rows, out);
-                out.iter_mut().for_each(|o| *o /= denom);
+                for at in (0..n).step_by(VALUE_BLOCK) {
+                    let span = at..(at + VALUE_BLOCK).min(n);
+                    for (p, o) in scores.chunks(n).zip(out.chunks_mut(head_dim)) {
+                        simd::axpy_rows(&p[span.clone()], self.v, &rows[span.clone()], o);
+                    }
+                }
+                for (p, o) in scores.chunks(n).zip(out.chunks_mut(head_dim)) {
+                    let denom = lane_sum(p);
+                    o.iter_mut().for_each(|o| *o /= denom);
+                }
                 Ok(())
             })
         })

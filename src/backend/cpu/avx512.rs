@@ -226,6 +226,57 @@ pub unsafe fn dot4x4(a: [&[f32]; 4], b: [&[f32]; 4]) -> [[f32; 4]; 4] {
     out
 }
 
+/// [dot(rows[r], v) for r in 0..16] (simd.rs's order), v loaded once per chunk for all 16, and the
+/// 16 lane trees run together: each step adds the same pairs as `reduce`, two or four trees per
+/// register, so the bits are those of 16 `dot` calls with a quarter of the reduction instructions.
+///
+/// # Safety
+/// The CPU has AVX-512F and FMA; every row is as long as v.
+#[target_feature(enable = "avx512f,fma")]
+pub unsafe fn dot16(rows: [&[f32]; 16], v: &[f32]) -> [f32; 16] {
+    let chunks = v.len() / 16;
+    let mut acc = [_mm512_setzero_ps(); 16];
+    for c in 0..chunks {
+        // SAFETY: c·16 + 16 ≤ v.len(), the length of every row (the caller's contract).
+        unsafe {
+            let vv = _mm512_loadu_ps(v.as_ptr().add(c * 16));
+            for r in 0..16 {
+                acc[r] = _mm512_fmadd_ps(_mm512_loadu_ps(rows[r].as_ptr().add(c * 16)), vv, acc[r]);
+            }
+        }
+    }
+    // (l, l+8): rows 2t, 2t + 1 → [s8 of 2t | s8 of 2t + 1].
+    let s8: [__m512; 8] = std::array::from_fn(|t| {
+        let (a, b) = (acc[2 * t], acc[2 * t + 1]);
+        _mm512_add_ps(_mm512_shuffle_f32x4::<0b01_00_01_00>(a, b), _mm512_shuffle_f32x4::<0b11_10_11_10>(a, b))
+    });
+    // (l, l+4): block r of s4[u] holds s4 of row 4u + r.
+    let s4: [__m512; 4] = std::array::from_fn(|u| {
+        let (a, b) = (s8[2 * u], s8[2 * u + 1]);
+        _mm512_add_ps(_mm512_shuffle_f32x4::<0b10_00_10_00>(a, b), _mm512_shuffle_f32x4::<0b11_01_11_01>(a, b))
+    });
+    // (l, l+2): block r of s2[w] holds [s2 of row 8w + r, s2 of row 8w + 4 + r].
+    let s2: [__m512; 2] = std::array::from_fn(|w| {
+        let (a, b) = (s4[2 * w], s4[2 * w + 1]);
+        _mm512_add_ps(_mm512_shuffle_ps::<0b01_00_01_00>(a, b), _mm512_shuffle_ps::<0b11_10_11_10>(a, b))
+    });
+    // (0, 1): lane 4r + j holds row 4j + r.
+    let s = _mm512_add_ps(
+        _mm512_shuffle_ps::<0b10_00_10_00>(s2[0], s2[1]),
+        _mm512_shuffle_ps::<0b11_01_11_01>(s2[0], s2[1]),
+    );
+    let s = _mm512_permutexvar_ps(_mm512_setr_epi32(0, 4, 8, 12, 1, 5, 9, 13, 2, 6, 10, 14, 3, 7, 11, 15), s);
+    let mut out = [0.0f32; 16];
+    // SAFETY: 16 floats.
+    unsafe { _mm512_storeu_ps(out.as_mut_ptr(), s) };
+    for (r, sum) in out.iter_mut().enumerate() {
+        for t in chunks * 16..v.len() {
+            *sum = rows[r][t].mul_add(v[t], *sum);
+        }
+    }
+    out
+}
+
 /// out[i] = fma(p[j], src[at[j] + i], out[i]) for j in order, `out` held in registers 64 floats
 /// at a time (the element-wise arithmetic of one axpy per j, so the same bits).
 ///

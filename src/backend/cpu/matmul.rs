@@ -1,7 +1,8 @@
 //! matmul on the CPU: dst[m, n] = Σ_k x[m, k] · w[n, k], weights read in place in any format.
 //!
-//! Work split: rayon tasks own tiles of TILE_N output columns (weight rows). Two ways to compute
-//! a tile, with the same bits (each output is one `dot(x[i], dequantize(w[j]))` in the fixed
+//! Work split: rayon tasks own tiles of TILE_N output columns (weight rows). Ways to compute a
+//! tile: with int8 activations (q8/) its kernels, each following q8/'s definitions; otherwise two
+//! f32 ways with the same bits (each output is one `dot(x[i], dequantize(w[j]))` in the fixed
 //! order of simd.rs, whatever m, the tiling or the path: batch invariant):
 //! - few activation rows (decode) with a quantized weight that has a fused kernel (legacy
 //!   formats on AVX-512: [`avx512::dot_quant`]; k-quants on AVX-512 or AVX2:
@@ -36,11 +37,12 @@ const TILE_N: usize = 32;
 #[cfg_attr(not(target_arch = "x86_64"), allow(dead_code))] // the fused kernels are AVX-512
 const FUSED_MAX_M: usize = 4;
 
-/// With int8 activations, the most rows that take the int8 kernels (decode, batches of up to 16
-/// rows, speculative verification of up to 15 drafts): above it the f32 tile path is faster, because
-/// the int8 path's per-block f32 work (two activation planes) costs more than the dequantized
-/// tile's FMAs once a tile is shared by many rows (benches/notes/cpu.md). So with int8, runs
-/// that differ only in how rows above this are batched (chunked prefill) are not bit-identical.
+/// With int8 activations, the most rows that take the decode path's int8 kernels (decode, batches
+/// of up to 16 rows, speculative verification of up to 15 drafts), whose per-lane f32 work suits
+/// few rows. Above it the panel GEMM (q8/panels.rs: f32 work once per block, 16 outputs per
+/// instruction) runs where the CPU and format have it, else the f32 tile. The two int8 ways sum
+/// differently, so with int8, a prefill chunk of at most this many rows and one of more are not
+/// bit-identical; chunks above it agree with each other (benches/notes/cpu.md).
 pub(super) const INT8_MAX_M: usize = 16;
 
 /// 16 floats on a 64-byte boundary: scratch rows start on cache lines, so no SIMD load splits one.
@@ -90,14 +92,27 @@ fn matmul_sharing(
         return Ok(());
     }
     let out = Columns::new(dst);
-    if let (Activations::Int8, Some(kind), true) = (activations, q8::Kind::of(storage.format()), m <= INT8_MAX_M) {
-        let xq: &[q8::XChunk] = xq.get_or_insert_with(|| q8::quantize(x, m, k));
-        (0..n.div_ceil(TILE_N)).into_par_iter().for_each(|tile| {
-            let (n0, n1) = (tile * TILE_N, ((tile + 1) * TILE_N).min(n));
-            // SAFETY: this task is the only one writing columns n0..n1 of dst.
-            unsafe { q8::tile(storage, kind, xq, m, n, n0..n1, &out) };
-        });
-        return Ok(());
+    if let (Activations::Int8, Some(kind)) = (activations, q8::Kind::of(storage.format())) {
+        if m <= INT8_MAX_M {
+            let xq: &[q8::XChunk] = xq.get_or_insert_with(|| q8::quantize(x, m, k));
+            (0..n.div_ceil(TILE_N)).into_par_iter().for_each(|tile| {
+                let (n0, n1) = (tile * TILE_N, ((tile + 1) * TILE_N).min(n));
+                // SAFETY: this task is the only one writing columns n0..n1 of dst.
+                unsafe { q8::tile(storage, kind, xq, m, n, n0..n1, &out) };
+            });
+            return Ok(());
+        }
+        #[cfg(target_arch = "x86_64")]
+        if q8::panels::runs(kind) {
+            let xq: &[q8::XChunk] = xq.get_or_insert_with(|| q8::quantize(x, m, k));
+            let xb = q8::panels::x_blocks(kind, xq, q8::chunks(k), k / 32);
+            (0..n.div_ceil(TILE_N)).into_par_iter().for_each(|tile| {
+                let (n0, n1) = (tile * TILE_N, ((tile + 1) * TILE_N).min(n));
+                // SAFETY: this task is the only one writing columns n0..n1 of dst.
+                unsafe { q8::panels::tile(storage, kind, (xq, &xb), (m, n), n0..n1, &out) };
+            });
+            return Ok(());
+        }
     }
     #[cfg(target_arch = "x86_64")]
     let fused = [avx512::handles, kquant::handles, intn::handles].iter().any(|h| h(storage.format()));

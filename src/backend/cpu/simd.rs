@@ -52,6 +52,21 @@ pub fn dot4(rows: [&[f32]; 4], v: &[f32]) -> [f32; 4] {
     rows.map(|r| portable::dot(r, v))
 }
 
+/// [dot(rows[r], v) for r in 0..16], bit-identical to 16 [`dot`] calls (attention's scores:
+/// one query against 16 keys; AVX-512 runs the 16 lane trees together).
+#[inline]
+pub fn dot16(rows: [&[f32]; 16], v: &[f32]) -> [f32; 16] {
+    for r in rows {
+        assert_eq!(r.len(), v.len(), "dot16: length mismatch");
+    }
+    #[cfg(target_arch = "x86_64")]
+    if *super::avx512::AVAILABLE {
+        // SAFETY: the CPU supports AVX-512F and FMA (checked at runtime); lengths are equal.
+        return unsafe { super::avx512::dot16(rows, v) };
+    }
+    std::array::from_fn(|r| dot(rows[r], v))
+}
+
 /// out[i][j] = dot(a[i], b[j]): 16 dot products, bit-identical to 16 [`dot`] calls, with each
 /// chunk of the eight rows loaded once (the batched matmul's micro-kernel; AVX-512 when present).
 #[inline]
@@ -305,6 +320,19 @@ mod tests {
             for r in 0..4 {
                 assert_eq!(got[r].to_bits(), portable::dot(&rows[r], &b).to_bits(), "n = {n}, row {r}");
                 assert_eq!(got[r].to_bits(), portable::dot(&b, &rows[r]).to_bits(), "dot is symmetric");
+            }
+        }
+    }
+
+    /// dot16 (its AVX-512 joint lane trees where available) equals 16 portable dots bit for bit.
+    #[test]
+    fn dot16_equals_sixteen_dots() {
+        for n in [0, 1, 16, 17, 64, 100, 576] {
+            let rows: Vec<Vec<f32>> = (0..16).map(|r| values(n, 50 + r)).collect();
+            let v = values(n, 99 + n as u32);
+            let got = dot16(std::array::from_fn(|r| &rows[r][..]), &v);
+            for r in 0..16 {
+                assert_eq!(got[r].to_bits(), portable::dot(&rows[r], &v).to_bits(), "n = {n}, row {r}");
             }
         }
     }

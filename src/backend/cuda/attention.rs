@@ -12,6 +12,10 @@
 //!   of them. Flash-decoding rereads a sequence's whole prefix for every query token (O(n²·d) traffic);
 //!   the tiled kernel reads it once per 64 rows.
 //!
+//! The cache is f32 or f16 (`CacheLayout::kv_dtype`): every kernel has an `_f16` twin that widens the
+//! cached values exactly as it loads them and is otherwise the same code (a template), so an f16 cache
+//! halves attention's K/V bytes and changes only the values' rounding.
+//!
 //! The choice never looks at seq or pos: a CUDA graph (graph.rs) captures a step's launches once per
 //! batch shape and replays them with new seq/pos, so launches may depend on the shape only (the runner
 //! keeps decode and mixed batches of one size apart); both kernels read seq/pos on the device. A token's
@@ -22,7 +26,7 @@ use cudarc::driver::{LaunchConfig, PushKernelArg, sys};
 use super::context::{Cuda, grid_1d};
 use super::driver::driver;
 use super::kernels::{Module, entry};
-use crate::backend::{AttnBatch, AttnShape, KvLayer, Tensor, check};
+use crate::backend::{AttnBatch, AttnShape, DType, KvLayer, Tensor, check};
 use crate::error::{Error, Result};
 
 /// Key splits per (token, head): split s takes keys j ≡ s (mod N_SPLITS).
@@ -55,14 +59,19 @@ pub fn kv_write(
     if n == 0 {
         return Ok(());
     }
-    let f = cuda.function(Module::KvWrite, entry::KV_WRITE)?;
+    let f = cuda.function(Module::KvWrite, by_cache(cache, entry::KV_WRITE, entry::KV_WRITE_F16))?;
     let mut l = cuda.stream.launch_builder(&f);
     l.arg(&k.buf.dev).arg(&v.buf.dev).arg(&slot.buf.dev).arg(&mut cache.k.buf.dev).arg(&mut cache.v.buf.dev);
     l.arg(&n).arg(&kv_dim32).arg(&n_slots);
-    // SAFETY: arguments match cuda/kv_write.cu; k, v hold n floats, slot n / kv_dim u32, the
-    // cache n_slots · kv_dim floats each (slots out of range are skipped by the kernel).
+    // SAFETY: arguments match cuda/kv_write.cu (the entry of the cache's dtype); k, v hold n floats,
+    // slot n / kv_dim u32, the cache n_slots · kv_dim elements each (slots out of range are skipped).
     unsafe { l.launch(grid_1d(n, 256)?) }.map_err(driver)?;
     Ok(())
+}
+
+/// The f32 or the f16 entry, as the cache holds (check::attention and friends allowed only these two).
+fn by_cache(cache: &KvLayer<Cuda>, f32_entry: &'static str, f16_entry: &'static str) -> &'static str {
+    if cache.k.dtype == DType::F16 { f16_entry } else { f32_entry }
 }
 
 /// Profile row of one call: the query rows (the cost grows with the context, not shown).
@@ -90,7 +99,7 @@ pub fn attention(
     }
     // A decode batch (one token per sequence) has nothing for the tiled kernel to share: each token
     // reads its own sequence's keys, so split-K's parallelism wins at every batch size.
-    let tiled = if batch.decode { None } else { prefill_variant(cuda, n_tokens, head_dim)? };
+    let tiled = if batch.decode { None } else { prefill_variant(cuda, n_tokens, head_dim, cache)? };
     match tiled {
         Some(variant) => attention_prefill(cuda, q, cache, batch, shape, variant, dst),
         None => attention_split(cuda, q, cache, batch, shape, dst),
@@ -99,14 +108,19 @@ pub fn attention(
 
 /// The attention_prefill entry and its dynamic shared memory bytes for this shape, or None for
 /// flash-decoding (too few tokens, or a device with less opt-in shared memory than the tile needs).
-fn prefill_variant(cuda: &Cuda, n_tokens: usize, head_dim: usize) -> Result<Option<(&'static str, u32)>> {
+fn prefill_variant(
+    cuda: &Cuda,
+    n_tokens: usize,
+    head_dim: usize,
+    cache: &KvLayer<Cuda>,
+) -> Result<Option<(&'static str, u32)>> {
     if n_tokens < PREFILL_MIN_TOKENS {
         return Ok(None);
     }
     let (entry, hd) = match head_dim {
-        0..=64 => (entry::ATTENTION_PREFILL_64, 64),
-        65..=128 => (entry::ATTENTION_PREFILL_128, 128),
-        _ => (entry::ATTENTION_PREFILL_256, 256),
+        0..=64 => (by_cache(cache, entry::ATTENTION_PREFILL_64, entry::ATTENTION_PREFILL_64_F16), 64),
+        65..=128 => (by_cache(cache, entry::ATTENTION_PREFILL_128, entry::ATTENTION_PREFILL_128_F16), 128),
+        _ => (by_cache(cache, entry::ATTENTION_PREFILL_256, entry::ATTENTION_PREFILL_256_F16), 256),
     };
     // q and one K/V tile of [rows][hd + 4] floats, plus p [rows][keys + 1] (see the kernel's header);
     // the kernel's own static arrays (~0.8 KiB) are budgeted as 1 KiB.
@@ -148,7 +162,8 @@ fn attention_prefill(
     let (bs, mb, n_seqs, n_slots) =
         (u(batch.block_size), u(batch.block_table.cols), u(batch.block_table.rows), u(cache.k.rows));
     l.arg(&nt).arg(&nh).arg(&nkv).arg(&hd).arg(&scale).arg(&bs).arg(&mb).arg(&n_seqs).arg(&n_slots).arg(&window);
-    // SAFETY: arguments match attention_prefill_<HD> in cuda/attention_prefill.cu, HD ≥ head_dim;
+    // SAFETY: arguments match attention_prefill_<HD> (or its _f16 twin, as the cache is) in
+    // cuda/attention_prefill.cu, HD ≥ head_dim;
     // q, dst hold n_tokens · n_heads · head_dim floats, seq/pos n_tokens u32, block_table n_seqs ·
     // max_blocks u32 (check::attention rejected host-written bad indices; the kernel still skips seq ≥
     // n_seqs, keys past max_blocks · block_size and slots ≥ n_slots); smem is the tile's dynamic
@@ -174,8 +189,11 @@ fn attention_split(
     // loads, unless so few blocks would leave the GPU idle.
     let chunked = q.rows * n_kv_heads * (n_heads / n_kv_heads).div_ceil(ATT_HEADS);
     let fill = cuda.sm_count as usize * ATT_MIN_BLOCKS_PER_SM;
-    let (name, groups) =
-        if chunked * n_splits >= fill { (entry::ATTENTION, chunked) } else { (entry::ATTENTION_H1, pairs) };
+    let (name, groups) = if chunked * n_splits >= fill {
+        (by_cache(cache, entry::ATTENTION, entry::ATTENTION_F16), chunked)
+    } else {
+        (by_cache(cache, entry::ATTENTION_H1, entry::ATTENTION_H1_F16), pairs)
+    };
     let partial_bytes = if n_splits > 1 { pairs * n_splits * (2 + head_dim) * 4 } else { 0 };
     let mut scratch = cuda.scratch(&cuda.attn_scratch, partial_bytes)?;
     let partial = scratch.as_mut().expect("scratch allocated");
@@ -193,7 +211,8 @@ fn attention_split(
     l.arg(&batch.block_table.buf.dev).arg(&mut dst.buf.dev).arg(&mut *partial).arg(&mut *done);
     let (n_seqs, n_slots) = (u(batch.block_table.rows), u(cache.k.rows));
     l.arg(&nh).arg(&nkv).arg(&hd).arg(&scale).arg(&bs).arg(&mb).arg(&ns).arg(&n_seqs).arg(&n_slots).arg(&window);
-    // SAFETY: arguments match attention and attention_h1 in cuda/attention.cu; q, dst hold n_tokens · n_heads · head_dim floats,
+    // SAFETY: arguments match attention and attention_h1 (or their _f16 twins, as the cache is) in
+    // cuda/attention.cu; q, dst hold n_tokens · n_heads · head_dim floats,
     // seq/pos n_tokens u32, block_table n_seqs · max_blocks u32 (the model fills it with valid
     // blocks; check::attention rejected host-written bad indices, and the kernel still skips seq ≥ n_seqs
     // and slots ≥ n_slots), partial pairs · n_splits · (2 + head_dim) floats, done groups u32.
@@ -217,7 +236,7 @@ pub fn copy_slots(cuda: &Cuda, cache: &mut KvLayer<Cuda>, src: usize, dst: usize
     // themselves), in the order that reads every slot before it is overwritten; the stream orders them.
     let piece = n.min(src.abs_diff(dst));
     let starts: Vec<usize> = (0..n).step_by(piece).collect();
-    let f = cuda.function(Module::CopySlots, entry::COPY_SLOTS)?;
+    let f = cuda.function(Module::CopySlots, by_cache(cache, entry::COPY_SLOTS, entry::COPY_SLOTS_F16))?;
     for &i in
         if dst > src { Box::new(starts.iter().rev()) as Box<dyn Iterator<Item = _>> } else { Box::new(starts.iter()) }
     {
@@ -225,8 +244,8 @@ pub fn copy_slots(cuda: &Cuda, cache: &mut KvLayer<Cuda>, src: usize, dst: usize
         let (s, d, count) = (((src + i) * kv_dim) as u64, ((dst + i) * kv_dim) as u64, (len * kv_dim) as u64);
         let mut l = cuda.stream.launch_builder(&f);
         l.arg(&mut cache.k.buf.dev).arg(&mut cache.v.buf.dev).arg(&s).arg(&d).arg(&count);
-        // SAFETY: arguments match cuda/copy_slots.cu; both ranges lie inside n_slots · kv_dim
-        // floats (checked above) and one piece's source and destination do not overlap.
+        // SAFETY: arguments match cuda/copy_slots.cu (the entry of the cache's dtype; offsets in
+        // elements); both ranges lie inside n_slots · kv_dim elements (checked above) and one piece's source and destination do not overlap.
         unsafe { l.launch(grid_1d(count, 256)?) }.map_err(driver)?;
     }
     Ok(())

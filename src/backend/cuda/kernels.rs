@@ -121,8 +121,8 @@ registry! {
     AddAssign: ["add_assign.cu"] => { ADD_ASSIGN = "add_assign" }
     AddBias: ["add_bias.cu"] => { ADD_BIAS = "add_bias" }
     GatherRows: ["gather_rows.cu"] => { GATHER_ROWS = "gather_rows" }
-    KvWrite: ["kv_write.cu"] => { KV_WRITE = "kv_write" }
-    CopySlots: ["copy_slots.cu"] => { COPY_SLOTS = "copy_slots" }
+    KvWrite: ["kv_write.cu"] => { KV_WRITE = "kv_write", KV_WRITE_F16 = "kv_write_f16" }
+    CopySlots: ["copy_slots.cu"] => { COPY_SLOTS = "copy_slots", COPY_SLOTS_F16 = "copy_slots_f16" }
     // attention.cu last: it names the module.
     Attention: ["attention_prefill.cu", "attention.cu"] => {
         ATTENTION = "attention",
@@ -130,6 +130,11 @@ registry! {
         ATTENTION_PREFILL_64 = "attention_prefill_64",
         ATTENTION_PREFILL_128 = "attention_prefill_128",
         ATTENTION_PREFILL_256 = "attention_prefill_256",
+        ATTENTION_F16 = "attention_f16",
+        ATTENTION_H1_F16 = "attention_h1_f16",
+        ATTENTION_PREFILL_64_F16 = "attention_prefill_64_f16",
+        ATTENTION_PREFILL_128_F16 = "attention_prefill_128_f16",
+        ATTENTION_PREFILL_256_F16 = "attention_prefill_256_f16",
     }
     Argmax: ["argmax.cu"] => { ARGMAX = "argmax" }
     TopK: ["top_k.cu"] => { TOP_K = "top_k" }

@@ -56,15 +56,27 @@ impl CudaWeight {
 }
 
 pub fn alloc(cuda: &Cuda, dtype: DType, rows: usize, cols: usize) -> Result<Tensor<Cuda>> {
-    // Both dtypes are 4 bytes an element.
-    let dev = cuda.alloc_bytes(rows * cols * 4)?;
+    let bytes = rows.checked_mul(cols).and_then(|n| n.checked_mul(dtype.size()));
+    let bytes = bytes.ok_or_else(|| Error::InvalidArgument(format!("alloc: [{rows}, {cols}] overflows")))?;
+    let dev = cuda.alloc_bytes(bytes)?;
     Ok(Tensor { buf: CudaBuffer { dev, mirror: HostMirror::new(dtype, rows * cols) }, rows, cols, dtype })
 }
 
 pub fn write<T: bytemuck::Pod>(cuda: &Cuda, dst: &mut Tensor<Cuda>, op: &'static str, data: &[T]) -> Result<()> {
     let dtype = if op == "write_u32" { DType::U32 } else { DType::F32 };
+    if dst.dtype == DType::F16 && dtype == DType::F32 {
+        // An f16 cache written from the host (tests): rounded here, so the device copy is plain bytes.
+        check::transfer(op, dst, DType::F16, data.len())?;
+        let values: &[f32] = bytemuck::try_cast_slice(data)
+            .map_err(|e| Error::InvalidArgument(format!("{op}: f16 tensors take f32 values ({e})")))?;
+        let halves: Vec<half::f16> = values.iter().map(|&v| half::f16::from_f32(v)).collect();
+        return write_bytes(cuda, dst, bytemuck::cast_slice(&halves));
+    }
     check::transfer(op, dst, dtype, data.len())?;
-    let bytes: &[u8] = bytemuck::cast_slice(data);
+    write_bytes(cuda, dst, bytemuck::cast_slice(data))
+}
+
+fn write_bytes(cuda: &Cuda, dst: &mut Tensor<Cuda>, bytes: &[u8]) -> Result<()> {
     if bytes.is_empty() {
         return Ok(());
     }
@@ -79,7 +91,21 @@ pub fn write_u32(cuda: &Cuda, dst: &mut Tensor<Cuda>, data: &[u32]) -> Result<()
 }
 
 pub fn read<T: bytemuck::Pod>(cuda: &Cuda, src: &Tensor<Cuda>, op: &'static str, out: &mut [T]) -> Result<()> {
-    let dtype = if op == "read_u32" { DType::U32 } else { DType::F32 };
+    let dtype = match op {
+        "read_u32" => DType::U32,
+        "read_f16" => DType::F16,
+        _ => DType::F32,
+    };
+    if src.dtype == DType::F16 && dtype == DType::F32 {
+        // An f16 cache read back (tests): fetched as halves, widened here.
+        check::transfer(op, src, DType::F16, out.len())?;
+        let mut halves = vec![half::f16::ZERO; out.len()];
+        read(cuda, src, "read_f16", &mut halves)?;
+        let out: &mut [f32] = bytemuck::try_cast_slice_mut(out)
+            .map_err(|e| Error::InvalidArgument(format!("{op}: f16 tensors read as f32 ({e})")))?;
+        out.iter_mut().zip(&halves).for_each(|(o, h)| *o = h.to_f32());
+        return Ok(());
+    }
     check::transfer(op, src, dtype, out.len())?;
     let bytes: &mut [u8] = bytemuck::cast_slice_mut(out);
     if !bytes.is_empty() {

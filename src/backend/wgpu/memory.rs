@@ -32,6 +32,9 @@ pub struct WeightPart {
 }
 
 pub fn alloc(be: &Wgpu, dtype: DType, rows: usize, cols: usize) -> Result<Tensor<Wgpu>> {
+    if dtype == DType::F16 {
+        return Err(check::no_f16("wgpu"));
+    }
     let mut buf = be.ctx.buffer((rows * cols * 4) as u64, "tensor")?;
     buf.mirror = HostMirror::new(dtype, rows * cols);
     Ok(Tensor { buf, rows, cols, dtype })

@@ -12,7 +12,7 @@ use std::arch::x86_64::*;
 use std::sync::LazyLock;
 
 use super::reference::nf4_planes;
-use super::reference::{quantize_row as quantize_row_ref, step as step_ref, unpack_chunk};
+use super::reference::{step as step_ref, unpack_chunk};
 use super::tags::{Q4_0, Q4_1, Q5_0, Q5_1, dispatch, kind_of};
 use super::{Code, Kind, Nibbles, WChunk, XChunk};
 use crate::backend::cpu::avx512::reduce;
@@ -458,16 +458,4 @@ pub fn gemm(kind: Kind, tile: &[WChunk], x: &[XChunk], c: usize, write: impl FnM
         };
     }
     dispatch!(kind, go)
-}
-
-#[target_feature(enable = "avx512f,avx512bw,fma")]
-unsafe fn quantize_row_k(x: &[f32], out: &mut [XChunk]) {
-    quantize_row_ref(x, out)
-}
-
-/// reference::quantize_row compiled for this ISA (the same bits). Panics unless AVAILABLE.
-pub fn quantize_row(x: &[f32], out: &mut [XChunk]) {
-    assert!(*AVAILABLE, "quantize_row: CPU not supported");
-    // SAFETY: AVAILABLE implies the features.
-    unsafe { quantize_row_k(x, out) }
 }

@@ -36,6 +36,11 @@ mod avx2;
 mod avx512;
 #[cfg(target_arch = "aarch64")]
 mod neon;
+pub mod panels;
+#[cfg(target_arch = "x86_64")]
+mod panels_avx512;
+#[cfg(target_arch = "x86_64")]
+mod quantize_avx512;
 mod reference;
 #[cfg_attr(not(any(target_arch = "x86_64", target_arch = "aarch64")), allow(dead_code))]
 mod tags;
@@ -298,7 +303,7 @@ pub fn quantize_row(x: &[f32], out: &mut [XChunk]) {
     #[cfg(target_arch = "x86_64")]
     {
         if *avx512::AVAILABLE {
-            return avx512::quantize_row(x, out);
+            return quantize_avx512::quantize_row(x, out);
         }
         if *avx2::AVAILABLE {
             return avx2::quantize_row(x, out);

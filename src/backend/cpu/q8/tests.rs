@@ -193,3 +193,67 @@ fn the_neon_widening_kernels_equal_the_reference_bit_for_bit() {
     }
     kernels_equal_the_reference::<NeonWidening>();
 }
+
+/// The panel GEMM's definition is within the int8 bound of the f64 dot, and its AVX-512 kernel
+/// equals the definition bit for bit for every shape the kernel splits on (rows mod 4, one or two
+/// panels, a partial panel, odd and even block counts).
+#[test]
+fn the_panel_gemm_is_within_its_bound_and_its_kernel_equals_it() {
+    let mut state = 0x7777_1111_2222_9999;
+    for format in formats() {
+        let kind = Kind::of(format).unwrap();
+        if !panels::handles(kind) {
+            continue;
+        }
+        for blocks in [1, 2, 3, 18, 47] {
+            let k = blocks * 32;
+            let c = chunks(k);
+            let n: usize = 37; // two full panels and a partial one
+            let rows: Vec<Vec<u8>> = (0..n).map(|_| random_row(format, k, &mut state)).collect();
+            let m = 7;
+            let x: Vec<f32> = (0..m).flat_map(|_| random_x(k, &mut state)).collect();
+            let xq = quantize(&x, m, k);
+            let xb = panels::x_blocks(kind, &xq, c, blocks);
+            let want: Vec<Vec<f32>> = (0..m)
+                .map(|i| {
+                    rows.iter()
+                        .map(|r| panels::dot_ref(kind, r, &xq[i * c..(i + 1) * c], &xb[i * blocks..(i + 1) * blocks]))
+                        .collect()
+                })
+                .collect();
+            for (i, row) in want.iter().enumerate() {
+                let xi = &x[i * k..(i + 1) * k];
+                let amax = xi.iter().fold(0f64, |a, &v| a.max(f64::from(v).abs()));
+                for (r, &got) in rows.iter().zip(row) {
+                    let mut w = vec![0.0f32; k];
+                    dequantize_row(format, r, &mut w);
+                    let exact: f64 = w.iter().zip(xi).map(|(&a, &b)| f64::from(a) * f64::from(b)).sum();
+                    let bound = w.iter().map(|&a| f64::from(a).abs()).sum::<f64>() * amax / 32_512.0 + 1e-5;
+                    assert!((f64::from(got) - exact).abs() <= bound, "{} k {k}: {got} vs {exact}", format.name());
+                }
+            }
+            #[cfg(target_arch = "x86_64")]
+            if *avx512::AVAILABLE {
+                let mut tile = vec![panels::PanelChunk::ZERO; n.div_ceil(16) * c];
+                for (j, row) in rows.iter().enumerate() {
+                    let unpacked: Vec<WChunk> = (0..c).map(|ch| unpack_chunk(kind, row, ch)).collect();
+                    let p = j / 16;
+                    panels::fill_row(&mut tile[p * c..(p + 1) * c], j % 16, &unpacked);
+                }
+                for m in 1..=m {
+                    let mut got = vec![vec![0u32; n]; m];
+                    panels_avx512::gemm(kind, &tile, c, &xq[..m * c], &xb[..m * blocks], blocks, |i, p, v| {
+                        for (t, &v) in v.iter().enumerate() {
+                            if 16 * p + t < n {
+                                got[i][16 * p + t] = v.to_bits();
+                            }
+                        }
+                    });
+                    let want: Vec<Vec<u32>> =
+                        want[..m].iter().map(|r| r.iter().map(|v| v.to_bits()).collect()).collect();
+                    assert_eq!(got, want, "{} k {k} m {m}", format.name());
+                }
+            }
+        }
+    }
+}
