@@ -29,6 +29,7 @@ impl Columns {
     ///
     /// # Safety
     /// As [`Columns::write`], for each of those elements.
+    #[cfg_attr(not(target_arch = "x86_64"), allow(dead_code))] // the panel GEMM's (AVX-512 only)
     pub unsafe fn write_run(&self, i: usize, values: &[f32]) {
         assert!(i.checked_add(values.len()).is_some_and(|end| end <= self.len), "matmul: output index out of range");
         // SAFETY: in bounds (checked above); exclusive per the caller's contract.

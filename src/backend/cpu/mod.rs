@@ -16,6 +16,8 @@ mod isa;
 #[cfg(target_arch = "x86_64")]
 mod kquant;
 mod matmul;
+#[cfg(target_arch = "aarch64")]
+mod neon;
 mod norm;
 mod q8;
 mod rope;

@@ -5,13 +5,15 @@
 //! 16 lane accumulators, lane l takes the fused multiply-adds of elements 16c + l in order of c;
 //! the lanes are combined by the fixed tree (l, l+8) → (l, l+4) → (l, l+2) → (0, 1); the
 //! k mod 16 tail elements are then fused-multiply-added into that sum in order. With every
-//! product fused (one rounding per step), the portable path and the AVX2+FMA path are
-//! bit-identical; the AVX2 path is chosen once per process when the CPU has it.
+//! product fused (one rounding per step), the portable path, the AVX2+FMA path and the NEON path
+//! (neon.rs) are bit-identical; the SIMD path is chosen once per process when the CPU has it.
 
 const LANES: usize = 16;
 
 #[cfg(target_arch = "x86_64")]
 use super::isa::avx2_fma;
+#[cfg(target_arch = "aarch64")]
+use super::{isa::neon, neon as arm};
 
 /// Σ a[i]·b[i] in the order described at the top of this file. Panics if the lengths differ
 /// (an internal invariant: callers slice both from checked shapes).
@@ -22,6 +24,10 @@ pub fn dot(a: &[f32], b: &[f32]) -> f32 {
     if avx2_fma() {
         // SAFETY: the CPU supports AVX2 and FMA (checked at runtime above); lengths are equal.
         return unsafe { avx2::dot(a, b) };
+    }
+    #[cfg(target_arch = "aarch64")]
+    if neon() {
+        return arm::dot(a, b);
     }
     portable::dot(a, b)
 }
@@ -38,6 +44,10 @@ pub fn dot4(rows: [&[f32]; 4], v: &[f32]) -> [f32; 4] {
     if avx2_fma() {
         // SAFETY: the CPU supports AVX2 and FMA (checked at runtime above); lengths are equal.
         return unsafe { avx2::dot4(rows, v) };
+    }
+    #[cfg(target_arch = "aarch64")]
+    if neon() {
+        return arm::dot4(rows, v);
     }
     rows.map(|r| portable::dot(r, v))
 }
@@ -81,6 +91,10 @@ pub fn axpy(a: f32, x: &[f32], y: &mut [f32]) {
     if avx2_fma() {
         // SAFETY: the CPU supports AVX2 and FMA (checked at runtime above); lengths are equal.
         return unsafe { avx2::axpy(a, x, y) };
+    }
+    #[cfg(target_arch = "aarch64")]
+    if neon() {
+        return arm::axpy(a, x, y);
     }
     y.iter_mut().zip(x).for_each(|(y, &x)| *y = a.mul_add(x, *y));
 }

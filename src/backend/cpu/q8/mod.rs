@@ -34,15 +34,18 @@
 mod avx2;
 #[cfg(target_arch = "x86_64")]
 mod avx512;
+#[cfg(target_arch = "aarch64")]
+mod neon;
 pub mod panels;
 #[cfg(target_arch = "x86_64")]
 mod panels_avx512;
 #[cfg(target_arch = "x86_64")]
 mod quantize_avx512;
 mod reference;
-#[cfg_attr(not(target_arch = "x86_64"), allow(dead_code))]
+#[cfg_attr(not(any(target_arch = "x86_64", target_arch = "aarch64")), allow(dead_code))]
 mod tags;
 
+#[cfg(target_arch = "x86_64")]
 use std::cell::RefCell;
 
 use rayon::prelude::*;
@@ -219,7 +222,7 @@ pub const fn chunks(k: usize) -> usize {
     k.div_ceil(64)
 }
 
-/// Whether this CPU has SIMD kernels of the int8 path (AVX-512 VNNI, or AVX2); elsewhere the
+/// Whether this CPU has SIMD kernels of the int8 path (AVX-512 VNNI, AVX2, or NEON); elsewhere the
 /// portable code computes the same bits, slowly, so the int8 path is the default only where this
 /// holds.
 pub fn fast() -> bool {
@@ -227,15 +230,19 @@ pub fn fast() -> bool {
     {
         *avx512::AVAILABLE || *avx2::AVAILABLE
     }
-    #[cfg(not(target_arch = "x86_64"))]
+    #[cfg(target_arch = "aarch64")]
+    {
+        *neon::AVAILABLE
+    }
+    #[cfg(not(any(target_arch = "x86_64", target_arch = "aarch64")))]
     {
         false
     }
 }
 
-/// The SIMD kernels of one instruction set (avx512.rs, avx2.rs), each equal to reference.rs bit
-/// for bit; every method panics unless its CPU features are there.
-#[cfg(target_arch = "x86_64")]
+/// The SIMD kernels of one instruction set (avx512.rs, avx2.rs, neon.rs), each equal to
+/// reference.rs bit for bit; every method panics unless its CPU features are there.
+#[cfg(any(target_arch = "x86_64", target_arch = "aarch64"))]
 trait Kernels {
     /// out[j] = dot_ref(kind, row j, x) for the out.len() rows held back to back in `rows`.
     fn dot_span(kind: Kind, rows: &[u8], x: &[XChunk], out: &mut [f32]);
@@ -278,6 +285,19 @@ impl Kernels for Avx2 {
     }
 }
 
+#[cfg(target_arch = "aarch64")]
+struct Neon;
+
+#[cfg(target_arch = "aarch64")]
+impl Kernels for Neon {
+    fn dot_span(kind: Kind, rows: &[u8], x: &[XChunk], out: &mut [f32]) {
+        neon::dot_span(kind, rows, x, out)
+    }
+    fn batch(kind: Kind, rows: &[u8], n: usize, x: &[XChunk], c: usize, write: impl FnMut(usize, usize, f32)) {
+        neon::batch(kind, rows, n, x, c, write)
+    }
+}
+
 /// One activation row into its chunks (reference.rs's definition), on the widest ISA this CPU has.
 pub fn quantize_row(x: &[f32], out: &mut [XChunk]) {
     #[cfg(target_arch = "x86_64")]
@@ -309,7 +329,7 @@ pub fn quantize(x: &[f32], m: usize, k: usize) -> Vec<XChunk> {
 
 /// Below this many activation rows each row meets the weights alone (`Kernels::dot_span`); from it
 /// on, the rows share each decoded weight chunk (`Kernels::batch`; the same steps, so the same bits).
-#[cfg(target_arch = "x86_64")]
+#[cfg(any(target_arch = "x86_64", target_arch = "aarch64"))]
 const TILE_MAX_M: usize = 4;
 
 #[cfg(target_arch = "x86_64")]
@@ -345,6 +365,10 @@ pub unsafe fn tile(
             return tile_with::<Avx2>(w, kind, x, m, cols, write);
         }
     }
+    #[cfg(target_arch = "aarch64")]
+    if *neon::AVAILABLE {
+        return tile_with::<Neon>(w, kind, x, m, cols, write);
+    }
     for i in 0..m {
         let xi = &x[i * c..(i + 1) * c];
         for j in cols.clone() {
@@ -354,7 +378,7 @@ pub unsafe fn tile(
 }
 
 /// tile's body on the kernels of one instruction set.
-#[cfg(target_arch = "x86_64")]
+#[cfg(any(target_arch = "x86_64", target_arch = "aarch64"))]
 fn tile_with<S: Kernels>(
     w: &CpuWeight,
     kind: Kind,

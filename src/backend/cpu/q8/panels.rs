@@ -14,6 +14,7 @@
 //! Formats: Q4_0, Q4_1, Q5_0, Q5_1, Q8_0 (the others keep the f32 tile above 16 rows). Each output
 //! depends only on its activation row and weight row, so chunked and whole prefills of more than
 //! `INT8_MAX_M` rows agree bit for bit; below it the decode path's lane definition runs instead.
+#![cfg_attr(not(target_arch = "x86_64"), allow(dead_code))] // its only kernel is AVX-512's (panels_avx512.rs)
 
 use super::reference::unpack_chunk;
 use super::{Kind, WChunk, XChunk};

@@ -74,7 +74,7 @@ pub fn quantize_row(x: &[f32], out: &mut [XChunk]) {
     }
 }
 
-fn f16_at(b: &[u8], at: usize) -> f32 {
+pub(super) fn f16_at(b: &[u8], at: usize) -> f32 {
     f16::from_le_bytes([b[at], b[at + 1]]).to_f32()
 }
 

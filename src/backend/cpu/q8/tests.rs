@@ -108,7 +108,7 @@ fn the_int8_dot_is_within_its_bound_of_the_f64_dot() {
 
 /// The SIMD kernels S equal the reference bit for bit: dot_span for 1–6 rows, batch
 /// for 5 activation rows × 6 weight rows, k with odd and even chunk counts.
-#[cfg(target_arch = "x86_64")]
+#[cfg(any(target_arch = "x86_64", target_arch = "aarch64"))]
 fn kernels_equal_the_reference<S: Kernels>() {
     let mut state = 0x5555_aaaa_3333_cccc;
     for format in formats() {
@@ -157,6 +157,41 @@ fn the_avx2_kernels_equal_the_reference_bit_for_bit() {
         return;
     }
     kernels_equal_the_reference::<Avx2>();
+}
+
+#[cfg(target_arch = "aarch64")]
+#[test]
+fn the_neon_kernels_equal_the_reference_bit_for_bit() {
+    if !*neon::AVAILABLE {
+        eprintln!("SKIPPED: NEON turned off (ULTRA_CPU_DISABLE=neon; the portable path is the reference itself)");
+        return;
+    }
+    eprintln!("NEON kernels with the dot product: {}", crate::backend::cpu::isa::dotprod());
+    kernels_equal_the_reference::<Neon>();
+}
+
+/// NEON's widening-multiply kernels (CPUs without the dot product), on any NEON CPU.
+#[cfg(target_arch = "aarch64")]
+struct NeonWidening;
+
+#[cfg(target_arch = "aarch64")]
+impl Kernels for NeonWidening {
+    fn dot_span(kind: Kind, rows: &[u8], x: &[XChunk], out: &mut [f32]) {
+        neon::dot_span_with(false, kind, rows, x, out)
+    }
+    fn batch(kind: Kind, rows: &[u8], n: usize, x: &[XChunk], c: usize, write: impl FnMut(usize, usize, f32)) {
+        neon::batch_with(false, kind, rows, n, x, c, write)
+    }
+}
+
+#[cfg(target_arch = "aarch64")]
+#[test]
+fn the_neon_widening_kernels_equal_the_reference_bit_for_bit() {
+    if !*neon::AVAILABLE {
+        eprintln!("SKIPPED: NEON turned off (ULTRA_CPU_DISABLE=neon)");
+        return;
+    }
+    kernels_equal_the_reference::<NeonWidening>();
 }
 
 /// The panel GEMM's definition is within the int8 bound of the f64 dot, and its AVX-512 kernel
