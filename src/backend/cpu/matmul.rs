@@ -110,13 +110,13 @@ fn matmul_sharing(
             return Ok(());
         }
         #[cfg(target_arch = "x86_64")]
-        if m >= PANEL_MIN_M && q8::panels::runs(kind) {
+        if m >= PANEL_MIN_M && q8::panel_tile::runs(kind) {
             let xq: &[q8::XChunk] = xq.get_or_insert_with(|| q8::quantize(x, m, k));
             let xb = q8::panels::x_blocks(kind, xq, q8::chunks(k), k / 32);
             (0..n.div_ceil(TILE_N)).into_par_iter().for_each(|tile| {
                 let (n0, n1) = (tile * TILE_N, ((tile + 1) * TILE_N).min(n));
                 // SAFETY: this task is the only one writing columns n0..n1 of dst.
-                unsafe { q8::panels::tile(storage, kind, (xq, &xb), (m, n), n0..n1, &out) };
+                unsafe { q8::panel_tile::tile(storage, kind, (xq, &xb), (m, n), n0..n1, &out) };
             });
             return Ok(());
         }

@@ -36,6 +36,7 @@ mod avx2;
 mod avx512;
 #[cfg(target_arch = "aarch64")]
 mod neon;
+pub mod panel_tile;
 pub mod panels;
 #[cfg(target_arch = "x86_64")]
 mod panels_avx512;
