@@ -99,7 +99,7 @@ fn matmul_sharing(
     }
     let out = Columns::new(dst);
     #[cfg_attr(not(target_arch = "x86_64"), allow(clippy::collapsible_if))] // a second branch on x86-64
-    if let (Activations::Int8, Some(kind)) = (activations, q8::Kind::of(storage.format())) {
+    if let (Activations::Int8, Some(kind)) = (activations, q8::Kind::of(storage.format()).filter(|&k| q8::runs(k))) {
         if m <= INT8_MAX_M {
             let xq: &[q8::XChunk] = xq.get_or_insert_with(|| q8::quantize(x, m, k));
             (0..n.div_ceil(TILE_N)).into_par_iter().for_each(|tile| {

@@ -374,7 +374,7 @@ pub fn dot_span(kind: Kind, rows: &[u8], x: &[XChunk], out: &mut [f32]) {
             unsafe { dot_span_k::<{ $k }>(rows, row_bytes, x, out) }
         };
     }
-    dispatch!(kind, run)
+    dispatch!(kind, run, without_kquants)
 }
 
 /// The dots of activation rows i0..i0 + I (c chunks each) with one weight row: each chunk of the
@@ -468,7 +468,7 @@ pub fn batch(kind: Kind, rows: &[u8], n: usize, x: &[XChunk], c: usize, write: i
             unsafe { batch_k::<{ $k }>(rows, row_bytes, x, c, write) }
         };
     }
-    dispatch!(kind, go)
+    dispatch!(kind, go, without_kquants)
 }
 
 #[target_feature(enable = "avx2,fma")]

@@ -14,7 +14,7 @@ use std::sync::LazyLock;
 use super::reference::nf4_planes;
 use super::reference::{step as step_ref, unpack_chunk};
 use super::tags::{Q4_0, Q4_1, Q5_0, Q5_1, dispatch, kind_of};
-use super::{Code, Kind, Nibbles, WChunk, XChunk};
+use super::{Code, Kind, Nibbles, WChunk, XChunk, kquant_avx512};
 use crate::backend::cpu::avx512::reduce;
 
 /// Whether this CPU runs these kernels (unless `ULTRA_CPU_DISABLE` turns AVX-512 off).
@@ -68,6 +68,7 @@ unsafe fn load_x<const K: u8>(x: &XChunk) -> XRegs {
         let corr = match kind_of(K).offset_shift() {
             Some(3) => _mm512_slli_epi32::<3>(sum4),
             Some(4) => _mm512_slli_epi32::<4>(sum4),
+            Some(5) => _mm512_slli_epi32::<5>(sum4),
             Some(_) => _mm512_slli_epi32::<7>(sum4),
             None => _mm512_setzero_si512(),
         };
@@ -127,6 +128,13 @@ unsafe fn decode<const K: u8>(p: *const u8, c: usize) -> WRegs {
     if let Kind::Nibbles(n) = kind_of(K) {
         // SAFETY: the caller's contract (chunk c's values lie in the row).
         return unsafe { decode_nibbles(p, c, n) };
+    }
+    if kind_of(K).is_kquant() {
+        // SAFETY: the caller's contract (super-block c / 4 lies in the row).
+        let (u, dw, mw) = unsafe { kquant_avx512::decode::<K>(p, c, bb) };
+        // SAFETY: register arithmetic only.
+        let zero = unsafe { _mm512_setzero_si512() };
+        return WRegs { u, dw, mw, z: zero, u2: zero };
     }
     // SAFETY: every read stays inside blocks 2c and 2c + 1 (offsets per reference.rs).
     unsafe {
@@ -263,9 +271,6 @@ unsafe fn tail_step(kind: Kind, acc: __m512, w: &WChunk, x: &XChunk) -> __m512 {
     unsafe { _mm512_loadu_ps(lanes.as_ptr()) }
 }
 
-/// Blocks ahead of the one decoded that `dot_rows` asks the cache for.
-const PREFETCH_BLOCKS: usize = 8;
-
 /// [dot(x, row) for row in rows], each x chunk loaded once for all R rows.
 ///
 /// # Safety
@@ -275,15 +280,16 @@ const PREFETCH_BLOCKS: usize = 8;
 unsafe fn dot_rows_k<const K: u8, const R: usize>(rows: [&[u8]; R], x: &[XChunk]) -> [f32; R] {
     let kind = kind_of(K);
     let full = kind.row_values(rows[0].len()) / 64;
+    let chunk_bytes = 64 * kind.block_bytes() / kind.block_len();
     let mut acc = [_mm512_setzero_ps(); R];
     for (c, xc) in x.iter().enumerate().take(full) {
         // SAFETY: chunk c < full has both blocks in every row (the caller's contract).
         unsafe {
             let xr = load_x::<K>(xc);
             for r in 0..R {
-                // Four rows' streams interleave: ask for each a few chunks ahead (a hint; an
-                // address past the row is never dereferenced).
-                let ahead = rows[r].as_ptr().wrapping_add((2 * c + PREFETCH_BLOCKS) * kind.block_bytes());
+                // The span's rows lie back to back: ask for chunk c of the row R further on, the
+                // next call's (a hint; an address past the span is never dereferenced).
+                let ahead = rows[r].as_ptr().wrapping_add(R * rows[r].len() + c * chunk_bytes);
                 _mm_prefetch::<_MM_HINT_T0>(ahead.cast());
                 let w = decode::<K>(rows[r].as_ptr(), c);
                 acc[r] = step::<K>(acc[r], &w, &xr);

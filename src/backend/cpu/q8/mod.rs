@@ -2,8 +2,10 @@
 //! to two int8 planes (as CUDA's GEMV does: llama.cpp's single plane cost SmolLM2 logits NMSE
 //! 4.5e-3 against the f32 path), each weight block's integer levels meet both planes in exact
 //! integer dot products (`vpdpbusd` on AVX-512 VNNI), and f32 takes over once per block. Formats:
-//! Q4_0, Q4_1, Q5_0, Q5_1, Q8_0, and Ultra's INT4, NF4 and NF4_DQ (G = 32/64/128), whose values
-//! are d·(u − o) or d·u + m with integer levels u of at most 8 bits, or (NF4) of 13.
+//! Q4_0, Q4_1, Q5_0, Q5_1, Q8_0, the k-quants Q4_K, Q5_K, Q6_K (AVX-512 only: [`runs`]), and
+//! Ultra's INT4, NF4 and NF4_DQ (G = 32/64/128), whose values are d·(u − o) or d·u + m with
+//! integer levels u of at most 8 bits, or (NF4) of 13; d and m may change from lane to lane
+//! (Q6_K: every 16 values).
 //!
 //! Numerics: one definition that every path (AVX-512, portable) follows step for step, so the
 //! batch size, the tiling and the instruction set never show in the bits (batch invariance):
@@ -34,6 +36,8 @@
 mod avx2;
 #[cfg(target_arch = "x86_64")]
 mod avx512;
+#[cfg(target_arch = "x86_64")]
+mod kquant_avx512;
 #[cfg(target_arch = "aarch64")]
 mod neon;
 pub mod panel_tile;
@@ -61,12 +65,19 @@ use reference::unpack_chunk;
 
 /// The level layout of a format the int8 path runs.
 #[derive(Clone, Copy, PartialEq, Eq, Debug)]
+#[allow(non_camel_case_types)] // ggml's names, as quant::Format's
 pub enum Kind {
     Q4_0,
     Q4_1,
     Q5_0,
     Q5_1,
     Q8_0,
+    /// The k-quants whose sub-blocks are whole lanes (reference.rs's `unpack_kquant_chunk`):
+    /// Q4_K and Q5_K as (d·sc)·u − dmin·m per 32 values (a minimum, as Q4_1), Q6_K as
+    /// (d·sc)·(u − 32) per 16 (an offset, as Q8_0), 256 values per super-block.
+    Q4_K,
+    Q5_K,
+    Q6_K,
     /// Ultra's 4-bit group-wise formats (quant/intn), codes packed two per byte.
     Nibbles(Nibbles),
 }
@@ -110,6 +121,9 @@ impl Kind {
             Format::Q5_0 => Some(Kind::Q5_0),
             Format::Q5_1 => Some(Kind::Q5_1),
             Format::Q8_0 => Some(Kind::Q8_0),
+            Format::Q4_K => Some(Kind::Q4_K),
+            Format::Q5_K => Some(Kind::Q5_K),
+            Format::Q6_K => Some(Kind::Q6_K),
             Format::Intn(Intn { scheme, group }) => {
                 let code = match scheme {
                     Scheme::Int4 => Code::Int4,
@@ -128,6 +142,7 @@ impl Kind {
         match self {
             Kind::Q4_0 => Some(3),
             Kind::Q5_0 => Some(4),
+            Kind::Q6_K => Some(5),
             Kind::Q8_0 => Some(7),
             _ => None,
         }
@@ -135,7 +150,12 @@ impl Kind {
 
     /// Whether values carry a per-block minimum m (d·u + m).
     pub const fn has_min(self) -> bool {
-        matches!(self, Kind::Q4_1 | Kind::Q5_1)
+        matches!(self, Kind::Q4_1 | Kind::Q5_1 | Kind::Q4_K | Kind::Q5_K)
+    }
+
+    /// Whether this is a k-quant (super-blocks of 256 values; SIMD kernels on AVX-512 only).
+    pub const fn is_kquant(self) -> bool {
+        matches!(self, Kind::Q4_K | Kind::Q5_K | Kind::Q6_K)
     }
 
     /// Whether each group carries its own integer zero point z (values d·(q − z)).
@@ -153,6 +173,7 @@ impl Kind {
         match self {
             Kind::Nibbles(Nibbles { code: Code::Nf4Dq, group }) => 2 * group,
             Kind::Nibbles(Nibbles { group, .. }) => group,
+            Kind::Q4_K | Kind::Q5_K | Kind::Q6_K => crate::quant::kquant::QK_K,
             _ => 32,
         }
     }
@@ -164,6 +185,9 @@ impl Kind {
             Kind::Q5_0 => 22,
             Kind::Q5_1 => 24,
             Kind::Q8_0 => 34,
+            Kind::Q4_K => crate::quant::kquant::Q4_K_BLOCK_BYTES,
+            Kind::Q5_K => crate::quant::kquant::Q5_K_BLOCK_BYTES,
+            Kind::Q6_K => crate::quant::kquant::Q6_K_BLOCK_BYTES,
             Kind::Nibbles(_) => 4 + self.block_len() / 2,
         }
     }
@@ -241,10 +265,32 @@ pub fn fast() -> bool {
     }
 }
 
+/// Whether matmul takes the int8 path for `kind` on this CPU. The k-quants do only where they have
+/// SIMD kernels (AVX-512 VNNI): elsewhere their f32 kernels (cpu/kquant/) are faster than the
+/// portable int8 code. Every other format does everywhere (portable code where no SIMD kernel is:
+/// the same bits).
+pub fn runs(kind: Kind) -> bool {
+    if !kind.is_kquant() {
+        return true;
+    }
+    #[cfg(target_arch = "x86_64")]
+    {
+        *avx512::AVAILABLE
+    }
+    #[cfg(not(target_arch = "x86_64"))]
+    {
+        false
+    }
+}
+
 /// The SIMD kernels of one instruction set (avx512.rs, avx2.rs, neon.rs), each equal to
 /// reference.rs bit for bit; every method panics unless its CPU features are there.
 #[cfg(any(target_arch = "x86_64", target_arch = "aarch64"))]
 trait Kernels {
+    /// Whether these kernels run `kind` (all but the k-quants off AVX-512: [`runs`]).
+    fn handles(kind: Kind) -> bool {
+        !kind.is_kquant()
+    }
     /// out[j] = dot_ref(kind, row j, x) for the out.len() rows held back to back in `rows`.
     fn dot_span(kind: Kind, rows: &[u8], x: &[XChunk], out: &mut [f32]);
     /// write(i, j, dot_ref of activation row i and weight row j) for the n rows held back to
@@ -257,6 +303,9 @@ struct Avx512;
 
 #[cfg(target_arch = "x86_64")]
 impl Kernels for Avx512 {
+    fn handles(_: Kind) -> bool {
+        true
+    }
     fn dot_span(kind: Kind, rows: &[u8], x: &[XChunk], out: &mut [f32]) {
         avx512::dot_span(kind, rows, x, out)
     }
@@ -362,12 +411,12 @@ pub unsafe fn tile(
         if *avx512::AVAILABLE {
             return tile_with::<Avx512>(w, kind, x, m, cols, write);
         }
-        if *avx2::AVAILABLE {
+        if *avx2::AVAILABLE && Avx2::handles(kind) {
             return tile_with::<Avx2>(w, kind, x, m, cols, write);
         }
     }
     #[cfg(target_arch = "aarch64")]
-    if *neon::AVAILABLE {
+    if *neon::AVAILABLE && Neon::handles(kind) {
         return tile_with::<Neon>(w, kind, x, m, cols, write);
     }
     for i in 0..m {

@@ -328,7 +328,7 @@ pub fn dot_span_with(sdot: bool, kind: Kind, rows: &[u8], x: &[XChunk], out: &mu
             }
         };
     }
-    dispatch!(kind, run)
+    dispatch!(kind, run, without_kquants)
 }
 
 /// dot_span_with the best this CPU has.
@@ -449,7 +449,7 @@ pub fn batch_with(
             }
         };
     }
-    dispatch!(kind, go)
+    dispatch!(kind, go, without_kquants)
 }
 
 /// batch_with the best this CPU has.

@@ -11,7 +11,7 @@
 //! - acc = 0, then for b = 0, 1, … in order: acc = fma(f32(isum_b), d_w[b]·d_x[b], acc), and for
 //!   Q4_1/Q5_1 acc = fma(m_w[b], d_x[b]·Σ q, acc) (mod.rs's s); the output is acc.
 //!
-//! Formats: Q4_0, Q4_1, Q5_0, Q5_1, Q8_0 (the others keep the f32 tile above 16 rows). Each output
+//! Formats: Q4_0, Q4_1, Q5_0, Q5_1, Q8_0, Q4_K, Q5_K (the others keep the f32 tile above 16 rows). Each output
 //! depends only on its activation row and weight row, so chunked and whole prefills of more than
 //! `INT8_MAX_M` rows agree bit for bit; below it the decode path's lane definition runs instead.
 #![cfg_attr(not(target_arch = "x86_64"), allow(dead_code))] // its only kernel is AVX-512's (panels_avx512.rs)
@@ -56,7 +56,8 @@ pub struct XBlock {
 
 /// Whether `kind` has this GEMM.
 pub const fn handles(kind: Kind) -> bool {
-    matches!(kind, Kind::Q4_0 | Kind::Q4_1 | Kind::Q5_0 | Kind::Q5_1 | Kind::Q8_0)
+    // Q6_K's scales change every 16 values, inside a block: not this definition's one per block.
+    matches!(kind, Kind::Q4_0 | Kind::Q4_1 | Kind::Q5_0 | Kind::Q5_1 | Kind::Q8_0 | Kind::Q4_K | Kind::Q5_K)
 }
 
 /// The blocks of quantized activation rows (c chunks each, `blocks` blocks of 32 values each) as

@@ -118,7 +118,9 @@ fn unpack_block(kind: Kind, b: &[u8]) -> ([u8; 32], f32, f32) {
             }
             (u, f16_at(b, 0), 0.0)
         }
-        Kind::Nibbles(_) => unreachable!("4-bit group-wise rows unpack by unpack_nibble_chunk"),
+        Kind::Nibbles(_) | Kind::Q4_K | Kind::Q5_K | Kind::Q6_K => {
+            unreachable!("group-wise and k-quant rows unpack by their own functions")
+        }
     }
 }
 
@@ -163,10 +165,50 @@ fn unpack_nibble_chunk(n: Nibbles, kind: Kind, row: &[u8], c: usize) -> WChunk {
     w
 }
 
+/// Chunk `c` of a k-quant row (quant/kquant's layouts): values 64·(c % 4).. of super-block c / 4.
+/// A lane's 4 values share one sub-block (of 32 in Q4_K/Q5_K, of 16 in Q6_K), so its scale and
+/// minimum are the sub-block's: d_w = d·sc (exact: an f16 times an integer below 2^8) and, for
+/// Q4_K/Q5_K, m_w = −(dmin·m), so that d_w·u + m_w is the dequantizer's (d·sc)·u − dmin·m.
+fn unpack_kquant_chunk(kind: Kind, row: &[u8], c: usize) -> WChunk {
+    use crate::quant::kquant::q4_k_scale_min as scale_min;
+    let bb = kind.block_bytes();
+    let b = &row[(c / 4) * bb..(c / 4 + 1) * bb];
+    let mut w = WChunk::ZERO;
+    for p in 0..64 {
+        let (half, at) = position(p);
+        let (v, l) = (64 * (c % 4) + 32 * half + at, p / 4);
+        if kind == Kind::Q6_K {
+            // ql[64h + l + 32·(k % 2)] (low nibble for k < 2), bits 2k of qh[32h + l], scale v / 16.
+            let (h, k, i) = (v / 128, (v % 128) / 32, v % 32);
+            let ql = b[64 * h + i + 32 * (k % 2)];
+            let low = if k < 2 { ql & 0x0f } else { ql >> 4 };
+            w.u[p] = low | ((b[128 + 32 * h + i] >> (2 * k)) & 3) << 4;
+            w.dw[l] = f16_at(b, 208) * f32::from(b[192 + v / 16] as i8);
+            continue;
+        }
+        // Q4_K / Q5_K: the nibble in byte 32·(v / 64) + v % 32 of qs (low for v % 64 < 32); Q5_K's
+        // fifth bit is bit v / 32 of qh[v % 32].
+        let qs = if kind == Kind::Q4_K { &b[16..] } else { &b[48..] };
+        let byte = qs[32 * (v / 64) + v % 32];
+        let mut u = if v % 64 < 32 { byte & 0x0f } else { byte >> 4 };
+        if kind == Kind::Q5_K {
+            u |= ((b[16 + v % 32] >> (v / 32)) & 1) << 4;
+        }
+        let (sc, m) = scale_min(&b[4..16], v / 32);
+        w.u[p] = u;
+        w.dw[l] = f16_at(b, 0) * f32::from(sc);
+        w.mw[l] = -(f16_at(b, 2) * f32::from(m));
+    }
+    w
+}
+
 /// Chunk `c` of a weight row (whole blocks of `kind`).
 pub fn unpack_chunk(kind: Kind, row: &[u8], c: usize) -> WChunk {
     if let Kind::Nibbles(n) = kind {
         return unpack_nibble_chunk(n, kind, row, c);
+    }
+    if kind.is_kquant() {
+        return unpack_kquant_chunk(kind, row, c);
     }
     let bb = kind.block_bytes();
     let blocks = row.len() / bb;
