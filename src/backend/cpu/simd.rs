@@ -148,9 +148,43 @@ unsafe fn exp_avx2(xs: &mut [f32]) {
     xs.iter_mut().for_each(|x| *x = exp(*x));
 }
 
+/// dst[i] = f(a[i], b[i]), with `f` inlined into a loop built for the widest ISA here (as in
+/// [`exp_in_place`]): an `f` of plain f32 operations, mul_adds and [`exp`] vectorizes there and
+/// gives the bits of the scalar build on every path.
+pub fn zip_map<F: Fn(f32, f32) -> f32>(a: &[f32], b: &[f32], dst: &mut [f32], f: F) {
+    #[cfg(target_arch = "x86_64")]
+    if *super::avx512::AVAILABLE {
+        // SAFETY: the CPU supports AVX-512F and FMA (checked at runtime).
+        return unsafe { zip_map_avx512(a, b, dst, f) };
+    }
+    #[cfg(target_arch = "x86_64")]
+    if avx2_fma() {
+        // SAFETY: the CPU supports AVX2 and FMA (checked at runtime).
+        return unsafe { zip_map_avx2(a, b, dst, f) };
+    }
+    zip_map_with(a, b, dst, f)
+}
+
+#[inline(always)]
+fn zip_map_with<F: Fn(f32, f32) -> f32>(a: &[f32], b: &[f32], dst: &mut [f32], f: F) {
+    dst.iter_mut().zip(a.iter().zip(b)).for_each(|(y, (&a, &b))| *y = f(a, b));
+}
+
+#[cfg(target_arch = "x86_64")]
+#[target_feature(enable = "avx512f,fma")]
+unsafe fn zip_map_avx512<F: Fn(f32, f32) -> f32>(a: &[f32], b: &[f32], dst: &mut [f32], f: F) {
+    zip_map_with(a, b, dst, f)
+}
+
+#[cfg(target_arch = "x86_64")]
+#[target_feature(enable = "avx2,fma")]
+unsafe fn zip_map_avx2<F: Fn(f32, f32) -> f32>(a: &[f32], b: &[f32], dst: &mut [f32], f: F) {
+    zip_map_with(a, b, dst, f)
+}
+
 /// One element of [`exp_in_place`] (inlined into each target's loop so it vectorizes there).
 #[inline(always)]
-fn exp(x: f32) -> f32 {
+pub fn exp(x: f32) -> f32 {
     const LOG2E: f32 = std::f32::consts::LOG2_E;
     const LN2_HI: f32 = 0.693_359_4; // ln 2 split so n·LN2_HI is exact for |n| ≤ 128
     const LN2_LO: f32 = -2.121_944_4e-4;
