@@ -215,9 +215,7 @@ impl Plan<'_> {
                 out.fill(0.0);
                 for at in (0..n).step_by(VALUE_BLOCK) {
                     let span = at..(at + VALUE_BLOCK).min(n);
-                    for (p, o) in scores.chunks(n).zip(out.chunks_mut(head_dim)) {
-                        simd::axpy_rows(&p[span.clone()], self.v, &rows[span.clone()], o);
-                    }
+                    simd::axpy_rows_heads(&scores[at..], n, self.v, &rows[span], out, head_dim);
                 }
                 for (p, o) in scores.chunks(n).zip(out.chunks_mut(head_dim)) {
                     let denom = lane_sum(p);

@@ -277,6 +277,50 @@ pub unsafe fn dot16(rows: [&[f32]; 16], v: &[f32]) -> [f32; 16] {
     out
 }
 
+/// axpy_rows for H heads at once: out[h][i] = fma(p[h][j], src[at[j] + i], out[h][i]) for j in
+/// order, each src row loaded once for all H heads (the query heads of one KV head share their V
+/// rows), 64 floats of every head's output in registers: 4·H independent FMA chains instead of
+/// 4. Each head's arithmetic is one axpy_rows', so the same bits.
+///
+/// # Safety
+/// The CPU has AVX-512F and FMA; every p[h].len() == at.len(); every out[h] has the length d of
+/// the others, and src[at[j]..at[j] + d] is in range.
+#[target_feature(enable = "avx512f,fma")]
+pub unsafe fn axpy_rows_heads<const H: usize>(p: [&[f32]; H], src: &[f32], at: &[usize], out: [&mut [f32]; H]) {
+    let d = out[0].len();
+    let mut i = 0;
+    while i + 64 <= d {
+        // SAFETY: i + 64 ≤ d, within every out[h] and every row (the caller's contract).
+        unsafe {
+            let mut acc: [[__m512; 4]; H] =
+                std::array::from_fn(|h| std::array::from_fn(|c| _mm512_loadu_ps(out[h].as_ptr().add(i + 16 * c))));
+            for (j, &a) in at.iter().enumerate() {
+                let row = src.as_ptr().add(a + i);
+                let v: [__m512; 4] = std::array::from_fn(|c| _mm512_loadu_ps(row.add(16 * c)));
+                for h in 0..H {
+                    let pv = _mm512_set1_ps(*p[h].get_unchecked(j));
+                    for c in 0..4 {
+                        acc[h][c] = _mm512_fmadd_ps(pv, v[c], acc[h][c]);
+                    }
+                }
+            }
+            for h in 0..H {
+                for c in 0..4 {
+                    _mm512_storeu_ps(out[h].as_mut_ptr().add(i + 16 * c), acc[h][c]);
+                }
+            }
+        }
+        i += 64;
+    }
+    for h in 0..H {
+        for (&pj, &a) in p[h].iter().zip(at) {
+            for t in i..d {
+                out[h][t] = pj.mul_add(src[a + t], out[h][t]);
+            }
+        }
+    }
+}
+
 /// out[i] = fma(p[j], src[at[j] + i], out[i]) for j in order, `out` held in registers 64 floats
 /// at a time (the element-wise arithmetic of one axpy per j, so the same bits).
 ///

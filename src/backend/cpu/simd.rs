@@ -117,6 +117,51 @@ pub fn axpy_rows(p: &[f32], src: &[f32], at: &[usize], out: &mut [f32]) {
     }
 }
 
+/// [`axpy_rows`] for several heads that share their rows: for each head h (p[h·p_stride..][..at.len()],
+/// out[h·d..][..d]), out_h[i] = fma(p_h[j], src[at[j] + i], out_h[i]) for j in order, the same bits
+/// as one axpy_rows per head; with AVX-512 each src row is read once for up to 4 heads.
+/// Panics if a row is out of range, `out.len()` is not a multiple of d, or p is too short.
+pub fn axpy_rows_heads(p: &[f32], p_stride: usize, src: &[f32], at: &[usize], out: &mut [f32], d: usize) {
+    if d == 0 {
+        return;
+    }
+    assert!(out.len().is_multiple_of(d), "axpy_rows_heads: out is not whole heads");
+    let heads = out.len() / d;
+    assert!(heads == 0 || (heads - 1) * p_stride + at.len() <= p.len(), "axpy_rows_heads: p too short");
+    for &a in at {
+        assert!(a.checked_add(d).is_some_and(|end| end <= src.len()), "axpy_rows_heads: row out of range");
+    }
+    let p_of = |h: usize| &p[h * p_stride..h * p_stride + at.len()];
+    #[cfg(target_arch = "x86_64")]
+    if *super::avx512::AVAILABLE {
+        for (g, outs) in out.chunks_mut(4 * d).enumerate() {
+            let (h0, n) = (4 * g, outs.len() / d);
+            let mut o = outs.chunks_mut(d);
+            let mut next = || o.next().unwrap();
+            // SAFETY: the CPU supports AVX-512F and FMA (checked at runtime); lengths and rows
+            // are checked above.
+            unsafe {
+                use super::avx512::axpy_rows_heads as run;
+                match n {
+                    1 => run([p_of(h0)], src, at, [next()]),
+                    2 => run([p_of(h0), p_of(h0 + 1)], src, at, [next(), next()]),
+                    3 => run([p_of(h0), p_of(h0 + 1), p_of(h0 + 2)], src, at, [next(), next(), next()]),
+                    _ => run(
+                        [p_of(h0), p_of(h0 + 1), p_of(h0 + 2), p_of(h0 + 3)],
+                        src,
+                        at,
+                        [next(), next(), next(), next()],
+                    ),
+                }
+            }
+        }
+        return;
+    }
+    for (h, o) in out.chunks_mut(d).enumerate() {
+        axpy_rows(p_of(h), src, at, o);
+    }
+}
+
 /// x = e^x for every element, in place: Cephes' expf (n = round(x·log2 e), r = x − n·ln 2 in two
 /// parts, a degree-6 polynomial in r, times 2^n by building the exponent bits); within ~1 ulp of
 /// e^x for x in [−87, 88], inputs are clamped to that range (attention feeds x ≤ 0, where
@@ -399,6 +444,21 @@ mod tests {
                 axpy(p, &src[a..a + d], &mut slow);
             }
             assert_eq!(fast, slow, "d = {d}");
+        }
+    }
+
+    #[test]
+    fn axpy_rows_heads_equals_axpy_rows_per_head() {
+        for (d, heads) in [(1, 3), (64, 1), (64, 4), (100, 7), (256, 5)] {
+            let (src, stride) = (values(10 * d, 5), 9);
+            let p = values(heads * stride, 6);
+            let at: Vec<usize> = [9, 0, 3, 3, 8, 1, 5].iter().map(|r| r * d).collect();
+            let (mut fast, mut slow) = (values(heads * d, 7), values(heads * d, 7));
+            axpy_rows_heads(&p, stride, &src, &at, &mut fast, d);
+            for (h, o) in slow.chunks_mut(d).enumerate() {
+                axpy_rows(&p[h * stride..h * stride + at.len()], &src, &at, o);
+            }
+            assert_eq!(fast, slow, "d = {d}, {heads} heads");
         }
     }
 
