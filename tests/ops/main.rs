@@ -118,8 +118,8 @@ macro_rules! op_suite {
 
 op_suite!(cpu: ultra::Cpu => Some(ultra::Cpu::exact()), invariance: same, matmul_rows: 70, attn_tokens: usize::MAX);
 // The CPU's default int8 path (portable code where the CPU lacks AVX-512 VNNI: the same bits):
-// the decode path's int8 kernels up to 16 rows, the f32 tile above and, from 64 rows, the panel
-// GEMM (AVX-512 VNNI), so invariant over 16 rows; the m >= 64 matmul rows check the panel GEMM.
+// the decode path's int8 kernels up to 16 rows, the panel GEMM above (AVX-512 VNNI; the f32 tile
+// elsewhere and for formats it lacks), so invariant over 16 rows; the m > 16 matmul rows check it.
 op_suite!(cpu_int8: ultra::Cpu => Some(ultra::Cpu::with_activations(ultra::backend::cpu::Activations::Int8)), invariance: same, matmul_rows: 16, attn_tokens: usize::MAX);
 // wgpu keeps batch invariance only with Options::batch_invariant (ULTRA_WGPU_BATCH_INVARIANT=1):
 // 70 rows cover the m ≥ 32 range that otherwise runs the tiled matmul.

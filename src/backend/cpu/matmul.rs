@@ -39,17 +39,13 @@ const FUSED_MAX_M: usize = 4;
 
 /// With int8 activations, the most rows that take the decode path's int8 kernels (decode, batches
 /// of up to 16 rows, speculative verification of up to 15 drafts), whose per-lane f32 work suits
-/// few rows. From `PANEL_MIN_M` rows the panel GEMM (q8/panels.rs: f32 work once per block, 16
-/// outputs per instruction) runs where the CPU and format have it, else the f32 tile. The ways
-/// sum differently, so with int8, prefill chunks of different sizes are not bit-identical, except
-/// chunks of `PANEL_MIN_M` rows or more with one another (benches/notes/cpu.md).
+/// few rows. Above it the panel GEMM (q8/panels.rs: f32 work once per block, 16 outputs per
+/// instruction) runs where the CPU and format have it, else the f32 tile. The ways sum
+/// differently, so with int8, prefill chunks of different sizes are not bit-identical, except
+/// chunks of more than `INT8_MAX_M` rows with one another (benches/notes/cpu.md). (The panels
+/// started at 64 rows while building them cost as much as their products at 32; with their
+/// unpacking inlined, a B = 32 decode batch runs 864 tok/s on them against 666 on the f32 tile.)
 pub(super) const INT8_MAX_M: usize = 16;
-
-/// With int8 activations, the fewest rows that take the panel GEMM: below it, building a tile's
-/// panels costs about as much as its products (a B = 32 decode batch measured 314 tok/s on the
-/// panels against 381 on the f32 tile: benches/notes/cpu.md), so 17..64 rows keep the f32 tile.
-#[cfg_attr(not(target_arch = "x86_64"), allow(dead_code))]
-const PANEL_MIN_M: usize = 64;
 
 /// 16 floats on a 64-byte boundary: scratch rows start on cache lines, so no SIMD load splits one.
 #[derive(Clone, Copy, bytemuck::Pod, bytemuck::Zeroable)]
@@ -110,7 +106,7 @@ fn matmul_sharing(
             return Ok(());
         }
         #[cfg(target_arch = "x86_64")]
-        if m >= PANEL_MIN_M && q8::panel_tile::runs(kind) {
+        if q8::panel_tile::runs(kind) {
             let xq: &[q8::XChunk] = xq.get_or_insert_with(|| q8::quantize(x, m, k));
             let xb = q8::panels::x_blocks(kind, xq, q8::chunks(k), k / 32);
             (0..n.div_ceil(TILE_N)).into_par_iter().for_each(|tile| {

@@ -139,58 +139,93 @@ unsafe fn decode<const K: u8>(p: *const u8, c: usize) -> WRegs {
     // SAFETY: every read stays inside blocks 2c and 2c + 1 (offsets per reference.rs).
     unsafe {
         let (b0, b1) = (p.add(2 * c * bb), p.add((2 * c + 1) * bb));
-        let u16_at = |b: *const u8, at: usize| u32::from(b.add(at).cast::<u16>().read_unaligned());
-        let u32_at = |b: *const u8, at: usize| b.add(at).cast::<u32>().read_unaligned();
-        let pair = |off: usize| {
-            _mm256_inserti128_si256::<1>(
-                _mm256_castsi128_si256(_mm_loadu_si128(b0.add(off).cast())),
-                _mm_loadu_si128(b1.add(off).cast()),
-            )
-        };
-        let nibbles = |t: __m256i| {
-            let mask = _mm256_set1_epi8(0x0f);
-            let lo = _mm256_and_si256(t, mask);
-            let hi = _mm256_and_si256(_mm256_srli_epi16::<4>(t), mask);
-            _mm512_inserti64x4::<1>(_mm512_castsi256_si512(lo), hi)
-        };
-        let fifth_bits = |u: __m512i, at: usize| {
-            let (h0, h1) = (u64::from(u32_at(b0, at)), u64::from(u32_at(b1, at)));
-            let bits = (h0 & 0xffff) | (h1 & 0xffff) << 16 | (h0 >> 16) << 32 | (h1 >> 16) << 48;
-            _mm512_mask_add_epi8(u, bits, u, _mm512_set1_epi8(0x10))
-        };
-        let d_only = || {
-            let v = _mm_cvtph_ps(_mm_cvtsi32_si128((u16_at(b0, 0) | u16_at(b1, 0) << 16) as i32));
-            (spread(v, 0, 1), _mm512_setzero_ps())
-        };
-        let d_and_m = || {
-            let v = _mm_cvtph_ps(_mm_set_epi32(0, 0, u32_at(b1, 0) as i32, u32_at(b0, 0) as i32));
-            (spread(v, 0, 2), spread(v, 1, 3))
-        };
         let (z, u2) = (_mm512_setzero_si512(), _mm512_setzero_si512());
         match K {
             Q4_0 => {
-                let (dw, mw) = d_only();
-                WRegs { u: nibbles(pair(2)), dw, mw, z, u2 }
+                let (dw, mw) = d_only(b0, b1);
+                WRegs { u: nibbles(pair(b0, b1, 2)), dw, mw, z, u2 }
             }
             Q4_1 => {
-                let (dw, mw) = d_and_m();
-                WRegs { u: nibbles(pair(4)), dw, mw, z, u2 }
+                let (dw, mw) = d_and_m(b0, b1);
+                WRegs { u: nibbles(pair(b0, b1, 4)), dw, mw, z, u2 }
             }
             Q5_0 => {
-                let (dw, mw) = d_only();
-                WRegs { u: fifth_bits(nibbles(pair(6)), 2), dw, mw, z, u2 }
+                let (dw, mw) = d_only(b0, b1);
+                WRegs { u: fifth_bits(nibbles(pair(b0, b1, 6)), b0, b1, 2), dw, mw, z, u2 }
             }
             Q5_1 => {
-                let (dw, mw) = d_and_m();
-                WRegs { u: fifth_bits(nibbles(pair(8)), 4), dw, mw, z, u2 }
+                let (dw, mw) = d_and_m(b0, b1);
+                WRegs { u: fifth_bits(nibbles(pair(b0, b1, 8)), b0, b1, 4), dw, mw, z, u2 }
             }
             _ => {
-                let (dw, mw) = d_only();
-                let lo = _mm512_castsi256_si512(pair(2));
-                let u = _mm512_inserti64x4::<1>(lo, pair(18));
+                let (dw, mw) = d_only(b0, b1);
+                let lo = _mm512_castsi256_si512(pair(b0, b1, 2));
+                let u = _mm512_inserti64x4::<1>(lo, pair(b0, b1, 18));
                 WRegs { u: _mm512_xor_si512(u, _mm512_set1_epi8(-128)), dw, mw, z, u2 }
             }
         }
+    }
+}
+
+// decode's parts, as functions rather than closures: a closure's body does not inherit the
+// caller's target features, so where LLVM did not inline one (unpack_row_k) its intrinsics ran
+// as calls (benches/notes/cpu.md). Each reads only the two blocks at b0 and b1.
+
+/// 16 bytes at `off` of each block: [b0's, b1's].
+#[inline(always)]
+unsafe fn pair(b0: *const u8, b1: *const u8, off: usize) -> __m256i {
+    // SAFETY: the caller's contract (off + 16 ≤ the block size).
+    unsafe {
+        _mm256_inserti128_si256::<1>(
+            _mm256_castsi128_si256(_mm_loadu_si128(b0.add(off).cast())),
+            _mm_loadu_si128(b1.add(off).cast()),
+        )
+    }
+}
+
+/// Two blocks' 16 nibble bytes each into the chunk's lane order: low nibbles, then high.
+#[inline(always)]
+unsafe fn nibbles(t: __m256i) -> __m512i {
+    // SAFETY: register arithmetic only.
+    unsafe {
+        let mask = _mm256_set1_epi8(0x0f);
+        let lo = _mm256_and_si256(t, mask);
+        let hi = _mm256_and_si256(_mm256_srli_epi16::<4>(t), mask);
+        _mm512_inserti64x4::<1>(_mm512_castsi256_si512(lo), hi)
+    }
+}
+
+/// Q5's fifth bits (the u32 at `at` of each block) added to the levels as 16.
+#[inline(always)]
+unsafe fn fifth_bits(u: __m512i, b0: *const u8, b1: *const u8, at: usize) -> __m512i {
+    // SAFETY: the caller's contract (at + 4 ≤ the block size).
+    unsafe {
+        let h0 = u64::from(b0.add(at).cast::<u32>().read_unaligned());
+        let h1 = u64::from(b1.add(at).cast::<u32>().read_unaligned());
+        let bits = (h0 & 0xffff) | (h1 & 0xffff) << 16 | (h0 >> 16) << 32 | (h1 >> 16) << 48;
+        _mm512_mask_add_epi8(u, bits, u, _mm512_set1_epi8(0x10))
+    }
+}
+
+/// d lanes of blocks with a scale only (m lanes 0).
+#[inline(always)]
+unsafe fn d_only(b0: *const u8, b1: *const u8) -> (__m512, __m512) {
+    // SAFETY: the caller's contract (2 bytes at each block).
+    unsafe {
+        let u16_at = |b: *const u8| u32::from(b.cast::<u16>().read_unaligned());
+        let v = _mm_cvtph_ps(_mm_cvtsi32_si128((u16_at(b0) | u16_at(b1) << 16) as i32));
+        (spread(v, 0, 1), _mm512_setzero_ps())
+    }
+}
+
+/// d and m lanes of blocks with a minimum (f16 d, m at bytes 0..4).
+#[inline(always)]
+unsafe fn d_and_m(b0: *const u8, b1: *const u8) -> (__m512, __m512) {
+    // SAFETY: the caller's contract (4 bytes at each block).
+    unsafe {
+        let u32_at = |b: *const u8| b.cast::<u32>().read_unaligned() as i32;
+        let v = _mm_cvtph_ps(_mm_set_epi32(0, 0, u32_at(b1), u32_at(b0)));
+        (spread(v, 0, 2), spread(v, 1, 3))
     }
 }
 
