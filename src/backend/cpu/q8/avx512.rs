@@ -318,6 +318,10 @@ const PREFETCH_BYTES: usize = 6 << 10;
 #[target_feature(enable = "avx512f,avx512bw,avx512vl,avx512vnni,avx512vbmi,f16c")]
 unsafe fn dot_rows_k<const K: u8, const R: usize>(rows: [&[u8]; R], x: &[XChunk]) -> [f32; R] {
     let kind = kind_of(K);
+    if kind.is_kquant() {
+        // SAFETY: the caller's contract.
+        return unsafe { dot_rows_kquant::<K, R>(rows, x) };
+    }
     let full = kind.row_values(rows[0].len()) / 64;
     let chunk_bytes = 64 * kind.block_bytes() / kind.block_len();
     let mut acc = [_mm512_setzero_ps(); R];
@@ -342,6 +346,38 @@ unsafe fn dot_rows_k<const K: u8, const R: usize>(rows: [&[u8]; R], x: &[XChunk]
         for r in 0..R {
             // SAFETY: register and array moves only.
             acc[r] = unsafe { tail_step(kind, acc[r], &unpack_chunk(kind, rows[r], full), xc) };
+        }
+    }
+    acc.map(|v| reduce(v))
+}
+
+/// dot_rows_k for the k-quants, the same steps: each super-block's scales and minima decoded once
+/// per row for its 4 chunks (per chunk they cost as much as the levels: Q4_K decoded 17 tok/s
+/// that way against 24 this way on a llama-1b shape, Q4_0 23).
+///
+/// # Safety
+/// As dot_rows_k (a k-quant row has whole super-blocks: 4 chunks each, no tail).
+#[target_feature(enable = "avx512f,avx512bw,avx512vl,avx512vnni,avx512vbmi,f16c")]
+unsafe fn dot_rows_kquant<const K: u8, const R: usize>(rows: [&[u8]; R], x: &[XChunk]) -> [f32; R] {
+    let bb = kind_of(K).block_bytes();
+    let mut acc = [_mm512_setzero_ps(); R];
+    for (s, xs) in x.chunks_exact(4).enumerate() {
+        // SAFETY: super-block s lies in every row (the caller's contract); the rest is registers.
+        unsafe {
+            let at: [*const u8; R] = std::array::from_fn(|r| rows[r].as_ptr().add(s * bb));
+            let scales: [(__m512, __m512); R] = std::array::from_fn(|r| kquant_avx512::scales::<K>(at[r]));
+            for (j, xc) in xs.iter().enumerate() {
+                let xr = load_x::<K>(xc);
+                let zero = _mm512_setzero_si512();
+                for r in 0..R {
+                    // As dot_rows_k: a hint PREFETCH_BYTES further on in the span.
+                    _mm_prefetch::<_MM_HINT_T0>(at[r].wrapping_add(j * bb / 4 + PREFETCH_BYTES).cast());
+                    let (dl, ml) = scales[r];
+                    let (dw, mw) = (kquant_avx512::chunk_lanes::<K>(dl, j), kquant_avx512::chunk_lanes::<K>(ml, j));
+                    let w = WRegs { u: kquant_avx512::levels::<K>(at[r], j), dw, mw, z: zero, u2: zero };
+                    acc[r] = step::<K>(acc[r], &w, &xr);
+                }
+            }
         }
     }
     acc.map(|v| reduce(v))

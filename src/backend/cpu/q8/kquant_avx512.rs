@@ -9,7 +9,6 @@
 use std::arch::x86_64::*;
 
 use super::tags::{Q5_K, Q6_K};
-use crate::quant::kquant::q4_k_scale_min;
 
 /// 128-bit lanes [t0, t0, t1, t1] of a 256-bit [t0, t1].
 #[inline(always)]
@@ -37,22 +36,6 @@ unsafe fn bits_of(v: __m512i, s0: u16, s1: u16, mask: i8) -> __m512i {
     }
 }
 
-/// Lanes 0–3 from element 0 of `v`, 4–7 from 1, 8–11 from 2, 12–15 from 3 when `per_16`
-/// (Q6_K: a scale per 16 values: lanes 0–3 b0 0..16, 4–7 b1 0..16, 8–11 b0 16..32, 12–15 b1
-/// 16..32), else 0–3 and 8–11 from 0, 4–7 and 12–15 from 1.
-#[inline(always)]
-unsafe fn lanes(v: __m128, per_16: bool) -> __m512 {
-    // SAFETY: register arithmetic only.
-    unsafe {
-        let idx = if per_16 {
-            _mm512_setr_epi32(0, 0, 0, 0, 2, 2, 2, 2, 1, 1, 1, 1, 3, 3, 3, 3)
-        } else {
-            _mm512_setr_epi32(0, 0, 0, 0, 1, 1, 1, 1, 0, 0, 0, 0, 1, 1, 1, 1)
-        };
-        _mm512_permutexvar_ps(idx, _mm512_castps128_ps512(v))
-    }
-}
-
 /// f16 at `p` as f32.
 #[inline(always)]
 unsafe fn f16_at(p: *const u8) -> f32 {
@@ -71,6 +54,20 @@ pub unsafe fn decode<const K: u8>(p: *const u8, c: usize, bb: usize) -> (__m512i
     // SAFETY: every read stays inside super-block c / 4 (offsets per reference.rs).
     unsafe {
         let b = p.add((c / 4) * bb);
+        let (dl, ml) = scales::<K>(b);
+        (levels::<K>(b, j), chunk_lanes::<K>(dl, j), chunk_lanes::<K>(ml, j))
+    }
+}
+
+/// The levels (lane order) of chunk j of a k-quant super-block at `b`.
+///
+/// # Safety
+/// A super-block of format K lies at `b`; j < 4; the CPU has AVX-512 BW.
+#[inline(always)]
+pub unsafe fn levels<const K: u8>(b: *const u8, j: usize) -> __m512i {
+    // SAFETY: reads inside the super-block (Q6_K: ql at 0..128, qh at 128..192; Q4_K/Q5_K: qs at
+    // 16 or 48, Q5_K's qh at 16..48).
+    unsafe {
         if K == Q6_K {
             let (h, odd) = (j / 2, (j % 2) as u16);
             // ql[64h..64h + 64] = [b0 0..16, b0 16..32, b1 0..16, b1 16..32] → lanes (0, 2, 1, 3).
@@ -79,27 +76,63 @@ pub unsafe fn decode<const K: u8>(p: *const u8, c: usize, bb: usize) -> (__m512i
             // qh[32h..32h + 32]: b0 takes bits 2k, b1 bits 2k + 2 (k = 2·(j % 2)).
             let qh = doubled(_mm256_loadu_si256(b.add(128 + 32 * h).cast()));
             let qh = bits_of(qh, 4 * odd, 4 * odd + 2, 3);
-            let u = _mm512_or_si512(ql, _mm512_slli_epi16::<4>(qh));
-            let sc = _mm_cvtepi8_epi32(_mm_cvtsi32_si128(b.add(192 + 4 * j).cast::<i32>().read_unaligned()));
-            let dw = _mm_mul_ps(_mm_set1_ps(f16_at(b.add(208))), _mm_cvtepi32_ps(sc));
-            return (u, lanes(dw, true), _mm512_setzero_ps());
+            return _mm512_or_si512(ql, _mm512_slli_epi16::<4>(qh));
         }
         let qs = if K == Q5_K { b.add(48) } else { b.add(16) };
         let t = doubled(_mm256_loadu_si256(qs.add(32 * j).cast()));
-        let mut u = bits_of(t, 0, 4, 0x0f);
-        if K == Q5_K {
-            let qh = doubled(_mm256_loadu_si256(b.add(16).cast()));
-            let s = 2 * j as u16;
-            u = _mm512_or_si512(u, _mm512_slli_epi16::<4>(bits_of(qh, s, s + 1, 1)));
+        let u = bits_of(t, 0, 4, 0x0f);
+        if K != Q5_K {
+            return u;
         }
-        let scales = std::slice::from_raw_parts(b.add(4), 12);
-        let ((s0, m0), (s1, m1)) = (q4_k_scale_min(scales, 2 * j), q4_k_scale_min(scales, 2 * j + 1));
-        let ints = _mm_setr_epi32(i32::from(s0), i32::from(s1), i32::from(m0), i32::from(m1));
-        let (d, dmin) = (f16_at(b), f16_at(b.add(2)));
-        // [d·sc0, d·sc1, dmin·m0, dmin·m1], each exact in f32 (an f16 times a 6-bit integer);
-        // m_w = −(dmin·m) by its sign bit, as reference.rs negates.
-        let v = _mm_mul_ps(_mm_setr_ps(d, d, dmin, dmin), _mm_cvtepi32_ps(ints));
-        let mw = _mm_xor_ps(_mm_movehl_ps(v, v), _mm_set1_ps(-0.0));
-        (u, lanes(v, false), lanes(mw, false))
+        let qh = doubled(_mm256_loadu_si256(b.add(16).cast()));
+        let s = 2 * j as u16;
+        _mm512_or_si512(u, _mm512_slli_epi16::<4>(bits_of(qh, s, s + 1, 1)))
+    }
+}
+
+/// A super-block's d_w and m_w, decoded once for its 4 chunks: Q4_K/Q5_K's eight d·sc and
+/// −(dmin·m) (sub-block i in lane i; their 6-bit pairs unpacked with ggml's three masks over the
+/// 12 bytes as u32s, the values of quant/kquant's `scale_min`: unit-tested through the kernels),
+/// Q6_K's sixteen d·sc (one per 16 values) and zeros.
+///
+/// # Safety
+/// A super-block of format K lies at `b`; the CPU has AVX-512 F and F16C.
+#[inline(always)]
+pub unsafe fn scales<const K: u8>(b: *const u8) -> (__m512, __m512) {
+    const LOW6: u32 = 0x3f3f_3f3f;
+    const LOW4: u32 = 0x0f0f_0f0f;
+    const LOW2: u32 = 0x0303_0303;
+    // SAFETY: bytes 0..16 (Q4_K/Q5_K) or 192..210 (Q6_K) of the super-block.
+    unsafe {
+        if K == Q6_K {
+            let sc = _mm512_cvtepi32_ps(_mm512_cvtepi8_epi32(_mm_loadu_si128(b.add(192).cast())));
+            return (_mm512_mul_ps(_mm512_set1_ps(f16_at(b.add(208))), sc), _mm512_setzero_ps());
+        }
+        let word = |i: usize| b.add(4 + 4 * i).cast::<u32>().read_unaligned();
+        let (w0, w1, w2) = (word(0), word(1), word(2));
+        let sc = u64::from(w0 & LOW6) | u64::from((w2 & LOW4) | ((w0 >> 6) & LOW2) << 4) << 32;
+        let m = u64::from(w1 & LOW6) | u64::from(((w2 >> 4) & LOW4) | ((w1 >> 6) & LOW2) << 4) << 32;
+        let to_f32 = |v: u64| _mm256_cvtepi32_ps(_mm256_cvtepu8_epi32(_mm_cvtsi64_si128(v as i64)));
+        let (d, dmin) = (_mm256_set1_ps(f16_at(b)), _mm256_set1_ps(f16_at(b.add(2))));
+        // Exact products (an f16 times a 6-bit integer); m_w negated by its sign bit, as
+        // reference.rs negates.
+        let mw = _mm256_xor_ps(_mm256_mul_ps(dmin, to_f32(m)), _mm256_set1_ps(-0.0));
+        (_mm512_castps256_ps512(_mm256_mul_ps(d, to_f32(sc))), _mm512_castps256_ps512(mw))
+    }
+}
+
+/// Chunk j's d_w or m_w lanes from [`scales`]: Q4_K/Q5_K lanes 0–3 and 8–11 from sub-block 2j,
+/// 4–7 and 12–15 from 2j + 1; Q6_K (a scale per 16 values) lanes 0–3 (b0 0..16) from scale 4j,
+/// 4–7 (b1 0..16) from 4j + 2, 8–11 (b0 16..32) from 4j + 1, 12–15 (b1 16..32) from 4j + 3.
+#[inline(always)]
+pub unsafe fn chunk_lanes<const K: u8>(v: __m512, j: usize) -> __m512 {
+    // SAFETY: register arithmetic only.
+    unsafe {
+        let (base, first) = if K == Q6_K {
+            (_mm512_setr_epi32(0, 0, 0, 0, 2, 2, 2, 2, 1, 1, 1, 1, 3, 3, 3, 3), 4 * j)
+        } else {
+            (_mm512_setr_epi32(0, 0, 0, 0, 1, 1, 1, 1, 0, 0, 0, 0, 1, 1, 1, 1), 2 * j)
+        };
+        _mm512_permutexvar_ps(_mm512_add_epi32(base, _mm512_set1_epi32(first as i32)), v)
     }
 }
