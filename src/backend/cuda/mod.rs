@@ -9,6 +9,7 @@ mod embed;
 mod graph;
 pub mod kernels;
 mod matmul;
+mod matmul_mmq;
 mod memory;
 mod norm;
 mod offload;
