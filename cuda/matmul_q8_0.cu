@@ -5,7 +5,6 @@
 
 #define FORMAT_QUANTIZED 1
 #define QS_BYTES 32
-#define MMQ 1  // matmul_mmq.cu serves this format (9 ≤ m ≤ 64)
 
 __device__ __forceinline__ float w_get(const u8* qs, const u8* qh, const u8* dm, u64 row, u32 col, u32 k) {
     const u64 blk = row * (k / 32) + col / 32;

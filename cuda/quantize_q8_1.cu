@@ -9,22 +9,15 @@
 //                at most d_b / 508 (~1.5e-5 of the max), closer to f32 than f16 is, for two dp4a per
 //                four values instead of one.
 
-// One lane's value v of a 32-value block split into the two planes: v ≈ d · q + d2 · q2 (every lane
-// of the warp calls; also matmul_mmq_prep's, so both paths quantize x to the same bits).
-__device__ __forceinline__ void q8_1_split(float v, float& q, float& d, float& q2, float& d2) {
-    const float amax = warp_max(fabsf(v));
-    d = amax / 127.0f;
-    q = amax == 0.0f ? 0.0f : rintf(v / d);
-    const float r = v - d * q;
-    const float rmax = warp_max(fabsf(r));
-    d2 = rmax / 127.0f;
-    q2 = rmax == 0.0f ? 0.0f : rintf(r / d2);
-}
-
 // Value i of x (one lane of the warp that holds its 32-value block; every lane of the warp calls).
 __device__ __forceinline__ void quantize_q8_1_lane(float v, u64 i, u64 total, signed char* xq, float2* xds) {
-    float q, d, q2, d2;
-    q8_1_split(v, q, d, q2, d2);
+    const float amax = warp_max(fabsf(v));
+    const float d = amax / 127.0f;
+    const float q = amax == 0.0f ? 0.0f : rintf(v / d);
+    const float r = v - d * q;
+    const float rmax = warp_max(fabsf(r));
+    const float d2 = rmax / 127.0f;
+    const float q2 = rmax == 0.0f ? 0.0f : rintf(r / d2);
     const float s = warp_sum(q), s2 = warp_sum(q2);
     if (i < total) {
         xq[i] = (signed char)q;

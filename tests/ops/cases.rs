@@ -348,16 +348,6 @@ pub fn all() -> Vec<Case> {
             cases.push(case(Op::Matmul { format, m, k, n }, Tolerance::Nmse(1e-7), SUM_WHY));
         }
     }
-    // cuda's int8 matmul_mmq (Q4_0, Q8_0, 9 ≤ m ≤ 64; the rows above at m 32, 40, 64 take it too):
-    // each of its tile counts (m 9 and 16: 2 tiles of 8 rows, 17: 4, 48: 6, 56: 8), n not a multiple
-    // of its 128 rows, 8 to 16 splits of k, and one unsplit launch (k = 256: 8 blocks, n = 8100).
-    for format in [Format::Q4_0, Format::Q8_0] {
-        for (m, k, n) in
-            [(9, 1024, 300), (16, 2048, 129), (17, 2048, 130), (48, 1024, 257), (56, 4096, 129), (24, 256, 8100)]
-        {
-            cases.push(case(Op::Matmul { format, m, k, n }, Tolerance::Nmse(1e-7), SUM_WHY));
-        }
-    }
     // silu_mul_matmul: decode (m = 1, 8: cuda's fused int8 path) and a batch past it (m = 13);
     // k = 1536 is SmolLM2's d_ff; hidden is rounded to f32 once, as silu_mul leaves it.
     const FUSED_WHY: &str = "silu in f32 (~1 ulp), then f32 accumulation over the same dequantized weights";

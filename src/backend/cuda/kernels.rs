@@ -59,12 +59,6 @@ fn intn_decoder(f: Intn) -> Vec<Part> {
     vec![("intn_shift", SHIFTS[shift]), file!("intn.cuh"), scheme]
 }
 
-/// Whether matmul_mmq.cu (int8 tensor cores on the GEMV's planes, 9 ≤ m ≤ 64) serves `format`: the
-/// decoders that define `MMQ` (one f16 scale per 32-value block, no min, no high bits).
-pub fn has_mmq(format: Format) -> bool {
-    matches!(format, Format::Q4_0 | Format::Q8_0)
-}
-
 /// Whether this backend has kernels for weights of `format`.
 pub fn has_kernels(format: Format) -> bool {
     !decoder(format).is_empty()
@@ -147,7 +141,7 @@ registry! {
     QuantizeQ8_1: ["quantize_q8_1.cu"] => { QUANTIZE_Q8_1 = "quantize_q8_1" }
     }
     per_format {
-    Matmul: ["matmul.cu", "matmul_mma.cu", "quantize_q8_1.cu", "matmul_mmq.cu"] => {
+    Matmul: ["matmul.cu", "matmul_mma.cu"] => {
         MATMUL_VEC_M1 = "matmul_vec_m1",
         MATMUL_VEC_M2 = "matmul_vec_m2",
         MATMUL_VEC_M4 = "matmul_vec_m4",
@@ -157,11 +151,6 @@ registry! {
         MATMUL_MMA = "matmul_mma",
         MATMUL_MMA_SPLIT = "matmul_mma_split",
         MATMUL_MMA_SPLIT32 = "matmul_mma_split32",
-        MATMUL_MMQ_PREP = "matmul_mmq_prep",
-        MATMUL_MMQ_T2 = "matmul_mmq_t2",
-        MATMUL_MMQ_T4 = "matmul_mmq_t4",
-        MATMUL_MMQ_T6 = "matmul_mmq_t6",
-        MATMUL_MMQ_T8 = "matmul_mmq_t8",
     }
     Embed: ["embed.cu"] => { EMBED = "embed" }
     }
@@ -169,21 +158,11 @@ registry! {
 
 impl Module {
     /// The entry points this module defines: the declared ones, less the tensor-core GEMM of float
-    /// formats (matmul_mma.cu compiles only for quantized weights; floats take matmul_tile) and the
-    /// int8 one of formats without `MMQ` (matmul_mmq.cu: Q4_0 and Q8_0 only).
+    /// formats (matmul_mma.cu compiles only for quantized weights; floats take matmul_tile).
     pub fn entries(self) -> Vec<&'static str> {
         let float_matmul = matches!(self, Module::Matmul(f) if !f.is_quantized());
-        let no_mmq = matches!(self, Module::Matmul(f) if !has_mmq(f));
         let mma = [entry::MATMUL_MMA_PREP, entry::MATMUL_MMA, entry::MATMUL_MMA_SPLIT, entry::MATMUL_MMA_SPLIT32];
-        let mmq = [
-            entry::MATMUL_MMQ_PREP,
-            entry::MATMUL_MMQ_T2,
-            entry::MATMUL_MMQ_T4,
-            entry::MATMUL_MMQ_T6,
-            entry::MATMUL_MMQ_T8,
-        ];
-        let dropped = |e: &&str| (float_matmul && mma.contains(e)) || (no_mmq && mmq.contains(e));
-        self.declared().iter().copied().filter(|e| !dropped(e)).collect()
+        self.declared().iter().copied().filter(|e| !(float_matmul && mma.contains(e))).collect()
     }
 
     /// A readable name for logs: the body's stem, with the format for per-format modules.

@@ -44,8 +44,6 @@ const MMA32_BLOCKS_PER_SM: u32 = 2;
 pub fn label(x: &Tensor<Cuda>, w: &Weight<Cuda>) -> (String, u64) {
     let path = if x.rows <= VEC_MAX_M {
         "vec"
-    } else if super::matmul_mmq::serves(x, w) {
-        "mmq"
     } else if w.format.is_quantized() {
         "mma"
     } else {
@@ -78,8 +76,6 @@ pub fn matmul(cuda: &Cuda, x: &Tensor<Cuda>, w: &Weight<Cuda>, dst: &mut Tensor<
     }
     if x.rows <= VEC_MAX_M {
         matmuls(cuda, x, &mut [(w, dst)])
-    } else if super::matmul_mmq::serves(x, w) {
-        super::matmul_mmq::matmuls_mmq(cuda, x, &mut [(w, dst)])
     } else if w.format.is_quantized() {
         matmul_mma(cuda, x, w, dst)
     } else {
@@ -92,13 +88,6 @@ pub fn matmul(cuda: &Cuda, x: &Tensor<Cuda>, w: &Weight<Cuda>, dst: &mut Tensor<
 /// m runs one matmul each.
 pub fn matmuls(cuda: &Cuda, x: &Tensor<Cuda>, parts: &mut [Part]) -> Result<()> {
     if x.rows > VEC_MAX_M {
-        // Batches: one quantized x for all weights when matmul_mmq serves them all.
-        if parts.iter().all(|(w, _)| super::matmul_mmq::serves(x, w)) {
-            for (w, dst) in parts.iter() {
-                check(x, w, dst)?;
-            }
-            return super::matmul_mmq::matmuls_mmq(cuda, x, parts);
-        }
         return parts.iter_mut().try_for_each(|(w, dst)| matmul(cuda, x, w, dst));
     }
     for (w, dst) in parts.iter() {

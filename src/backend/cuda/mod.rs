@@ -9,7 +9,6 @@ mod embed;
 mod graph;
 pub mod kernels;
 mod matmul;
-mod matmul_mmq;
 mod memory;
 mod norm;
 mod offload;
