@@ -175,6 +175,29 @@ __device__ void mma_split_store(float acc[2][4][4], float* partial, u32* done, f
     if (!s_last) return;
     __threadfence();
     if (threadIdx.x == 0) done[tile] = 0;  // zero again for the next launch (or graph replay)
+    // Splits outer, elements inner: each split's 32 loads of this thread are in flight together, so the
+    // sum takes `splits` L2 round trips, not 32 · splits one after another (benches/notes/cuda.md, v14).
+    // Each element still adds the splits in z order from 0.0f: the same bits as one element at a time.
+    float sum[2][4][4];
+#pragma unroll
+    for (int i = 0; i < 2; i++)
+#pragma unroll
+        for (int j = 0; j < 4; j++)
+#pragma unroll
+            for (int e = 0; e < 4; e++) sum[i][j][e] = 0.0f;
+    for (u32 s = 0; s < splits; s++) {
+#pragma unroll
+        for (int i = 0; i < 2; i++)
+#pragma unroll
+            for (int j = 0; j < 4; j++)
+#pragma unroll
+                for (int e = 0; e < 4; e++) {
+                    const u32 rr = m0 + wm + 16 * i + g + (e >> 1) * 8, cc = n0 + wn + 8 * j + 2 * t + (e & 1);
+                    const bool in = rr < m && cc < n;
+                    const float* p = &partial[((u64)s * m + rr) * n + cc];
+                    sum[i][j][e] += s == z ? acc[i][j][e] : (in ? __ldcg(p) : 0.0f);
+                }
+    }
 #pragma unroll
     for (int i = 0; i < 2; i++)
 #pragma unroll
@@ -182,11 +205,7 @@ __device__ void mma_split_store(float acc[2][4][4], float* partial, u32* done, f
 #pragma unroll
             for (int e = 0; e < 4; e++) {
                 const u32 rr = m0 + wm + 16 * i + g + (e >> 1) * 8, cc = n0 + wn + 8 * j + 2 * t + (e & 1);
-                if (rr >= m || cc >= n) continue;
-                float sum = 0.0f;
-                for (u32 s = 0; s < splits; s++)
-                    sum += s == z ? acc[i][j][e] : __ldcg(&partial[((u64)s * m + rr) * n + cc]);
-                dst[(u64)rr * n + cc] = sum;
+                if (rr < m && cc < n) dst[(u64)rr * n + cc] = sum[i][j][e];
             }
 }
 

@@ -186,10 +186,24 @@ pub fn compare(tolerance: Tolerance, expected: &[f64], actual: &[f64]) -> Result
 }
 
 /// Runs every case of `family` on `backend`; panics with one line per failing case.
+/// The cases named by ULTRA_OPS_CASES (comma-separated parts of case names, e.g. `format=Q4_0,m=32`:
+/// a case runs when its name contains every part), for a short run on a scarce device; all when unset.
+/// Says loudly how many it left out, so a partial run is never read as the whole suite.
+fn only_selected(cases: Vec<cases::Case>, family: Family) -> Vec<cases::Case> {
+    let Ok(spec) = std::env::var("ULTRA_OPS_CASES") else { return cases };
+    let parts: Vec<&str> = spec.split(',').filter(|p| !p.is_empty()).collect();
+    let total = cases.len();
+    let kept: Vec<_> = cases.into_iter().filter(|c| parts.iter().all(|p| c.op.to_string().contains(p))).collect();
+    let msg = format!("ULTRA_OPS_CASES={spec}: {family:?} runs {} of {total} cases\n", kept.len());
+    let _ = std::io::Write::write_all(&mut std::io::stderr(), msg.as_bytes()); // past the harness's capture
+    kept
+}
+
 pub fn check_family<B: Backend + 'static>(backend: &B, family: Family) {
     let f16 = uses_f16(backend);
     let cases: Vec<_> = cases::all().into_iter().filter(|c| c.op.family() == family).collect();
     assert!(!cases.is_empty(), "no cases for {family:?}");
+    let cases = only_selected(cases, family);
     let failures: Vec<String> = cases
         .iter()
         .filter_map(|case| {
