@@ -286,7 +286,7 @@ pub unsafe fn dot16(rows: [&[f32]; 16], v: &[f32]) -> [f32; 16] {
 /// The CPU has AVX-512F and FMA; every p[h].len() == at.len(); every out[h] has the length d of
 /// the others, and src[at[j]..at[j] + d] is in range.
 #[target_feature(enable = "avx512f,fma")]
-pub unsafe fn axpy_rows_heads<const H: usize>(p: [&[f32]; H], src: &[f32], at: &[usize], out: [&mut [f32]; H]) {
+pub unsafe fn axpy_rows_heads<const H: usize>(p: [&[f32]; H], src: &[f32], at: &[usize], mut out: [&mut [f32]; H]) {
     let d = out[0].len();
     let mut i = 0;
     while i + 64 <= d {
@@ -304,9 +304,9 @@ pub unsafe fn axpy_rows_heads<const H: usize>(p: [&[f32]; H], src: &[f32], at: &
                     }
                 }
             }
-            for h in 0..H {
-                for c in 0..4 {
-                    _mm512_storeu_ps(out[h].as_mut_ptr().add(i + 16 * c), acc[h][c]);
+            for (o, acc) in out.iter_mut().zip(&acc) {
+                for (c, a) in acc.iter().enumerate() {
+                    _mm512_storeu_ps(o.as_mut_ptr().add(i + 16 * c), *a);
                 }
             }
         }
