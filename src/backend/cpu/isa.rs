@@ -45,6 +45,7 @@ static USE_DOTPROD: LazyLock<bool> = LazyLock::new(|| {
 /// read once) turns the kernels of `isa` off. `avx2` turns AVX-512 off too, leaving the portable
 /// path; `neon` turns `dotprod` off too. Every path gives the same bits, so this only changes
 /// speed (and lets one machine test every path).
+#[cfg_attr(not(any(target_arch = "x86_64", target_arch = "aarch64")), allow(dead_code))] // no SIMD paths elsewhere
 pub fn disabled(isa: &str) -> bool {
     static LIST: LazyLock<String> = LazyLock::new(|| std::env::var("ULTRA_CPU_DISABLE").unwrap_or_default());
     LIST.split(',').any(|x| x.trim().eq_ignore_ascii_case(isa))

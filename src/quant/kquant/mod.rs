@@ -30,13 +30,15 @@ mod q6_k;
 mod search;
 
 pub use q2_k::{dequantize_block_q2_k, dequantize_row_q2_k, quantize_block_q2_k, quantize_row_q2_k};
+/// The packed sub-block scales, for the CPU backend's fused kernels (which must match the dequantizers)
+/// and its int8 path's reference (every target).
+#[cfg(target_arch = "x86_64")]
+pub(crate) use q3_k::scale as q3_k_scale;
 pub use q3_k::{dequantize_block_q3_k, dequantize_row_q3_k, quantize_block_q3_k, quantize_row_q3_k};
+pub(crate) use q4_k::scale_min as q4_k_scale_min;
 pub use q4_k::{dequantize_block_q4_k, dequantize_row_q4_k, quantize_block_q4_k, quantize_row_q4_k};
 pub use q5_k::{dequantize_block_q5_k, dequantize_row_q5_k, quantize_block_q5_k, quantize_row_q5_k};
 pub use q6_k::{dequantize_block_q6_k, dequantize_row_q6_k, quantize_block_q6_k, quantize_row_q6_k};
-/// The packed sub-block scales, for the CPU backend's fused kernels (which must match the dequantizers).
-#[cfg(target_arch = "x86_64")]
-pub(crate) use {q3_k::scale as q3_k_scale, q4_k::scale_min as q4_k_scale_min};
 
 use half::f16;
 

@@ -47,7 +47,7 @@ mod panels_avx512;
 #[cfg(target_arch = "x86_64")]
 mod quantize_avx512;
 mod reference;
-#[cfg_attr(not(any(target_arch = "x86_64", target_arch = "aarch64")), allow(dead_code))]
+#[cfg_attr(not(any(target_arch = "x86_64", target_arch = "aarch64")), allow(dead_code, unused_macros, unused_imports))]
 mod tags;
 
 #[cfg(target_arch = "x86_64")]
