@@ -434,15 +434,24 @@ unsafe fn unpack_row_k<const K: u8>(row: &[u8], dst: &mut [WChunk]) {
             let r = decode::<K>(row.as_ptr(), c);
             _mm512_store_si512(w.u.as_mut_ptr().cast(), r.u);
             _mm512_store_ps(w.dw.as_mut_ptr(), r.dw);
-            _mm512_store_ps(w.mw.as_mut_ptr(), r.mw);
-            _mm512_store_si512(w.z.as_mut_ptr().cast(), r.z);
-            _mm512_store_si512(w.u2.as_mut_ptr().cast(), r.u2);
+            // Only the fields format K reads (`step`): the writes were ~40% of a B = 8 step
+            // (320 bytes per chunk of 40 for Q4_1; benches/notes/cpu.md).
+            if kind.has_min() {
+                _mm512_store_ps(w.mw.as_mut_ptr(), r.mw);
+            }
+            if kind.zero_point() {
+                _mm512_store_si512(w.z.as_mut_ptr().cast(), r.z);
+            }
+            if kind.two_planes() {
+                _mm512_store_si512(w.u2.as_mut_ptr().cast(), r.u2);
+            }
         }
     }
 }
 
-/// dst = unpack_chunk(kind, row, c) for every chunk c < dst.len(). Panics unless AVAILABLE and
-/// the row holds the blocks of dst.len() chunks.
+/// dst = unpack_chunk(kind, row, c) for every chunk c < dst.len(), in the fields `kind` reads (u
+/// and d_w always, m_w, z and u2 where its `step` uses them; the others keep what they held).
+/// Panics unless AVAILABLE and the row holds the blocks of dst.len() chunks.
 pub fn unpack_row(kind: Kind, row: &[u8], dst: &mut [WChunk]) {
     assert!(*AVAILABLE && kind.row_values(row.len()).div_ceil(64) == dst.len(), "unpack_row: lengths");
     macro_rules! go {

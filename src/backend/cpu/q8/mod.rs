@@ -312,7 +312,8 @@ impl Kernels for Avx512 {
     fn batch(kind: Kind, rows: &[u8], n: usize, x: &[XChunk], c: usize, write: impl FnMut(usize, usize, f32)) {
         // The rows' chunks unpacked once into memory, then met in 4 × 4 blocks (avx512.rs).
         TILE.with_borrow_mut(|tile| {
-            // unpack_row writes every field of every chunk: no need to clear what is reused.
+            // unpack_row writes every field of every chunk that the format reads: no need to clear
+            // what is reused.
             if tile.len() < n * c {
                 tile.resize(n * c, WChunk::ZERO);
             }
