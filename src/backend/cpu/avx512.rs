@@ -277,10 +277,10 @@ pub unsafe fn dot16(rows: [&[f32]; 16], v: &[f32]) -> [f32; 16] {
     out
 }
 
-/// axpy_rows for H heads at once: out[h][i] = fma(p[h][j], src[at[j] + i], out[h][i]) for j in
-/// order, each src row loaded once for all H heads (the query heads of one KV head share their V
-/// rows), 64 floats of every head's output in registers: 4·H independent FMA chains instead of
-/// 4. Each head's arithmetic is one axpy_rows', so the same bits.
+/// out[h][i] = fma(p[h][j], src[at[j] + i], out[h][i]) for j in order and each of H heads, every
+/// src row loaded once for all H heads (the query heads of one KV head share their V rows), 64
+/// floats of each head's output in registers (4·H independent FMA chains): the element-wise
+/// arithmetic of one axpy per (head, j), so the same bits. H = 1 is simd.rs's `axpy_rows`.
 ///
 /// # Safety
 /// The CPU has AVX-512F and FMA; every p[h].len() == at.len(); every out[h] has the length d of
@@ -317,39 +317,6 @@ pub unsafe fn axpy_rows_heads<const H: usize>(p: [&[f32]; H], src: &[f32], at: &
             for t in i..d {
                 out[h][t] = pj.mul_add(src[a + t], out[h][t]);
             }
-        }
-    }
-}
-
-/// out[i] = fma(p[j], src[at[j] + i], out[i]) for j in order, `out` held in registers 64 floats
-/// at a time (the element-wise arithmetic of one axpy per j, so the same bits).
-///
-/// # Safety
-/// The CPU has AVX-512F and FMA; p.len() == at.len(); src[at[j]..at[j] + out.len()] is in range.
-#[target_feature(enable = "avx512f,fma")]
-pub unsafe fn axpy_rows(p: &[f32], src: &[f32], at: &[usize], out: &mut [f32]) {
-    let d = out.len();
-    let mut i = 0;
-    while i + 64 <= d {
-        // SAFETY: i + 64 ≤ d, within out and within every row (the caller's contract).
-        unsafe {
-            let po = out.as_mut_ptr().add(i);
-            let mut acc: [__m512; 4] = std::array::from_fn(|c| _mm512_loadu_ps(po.add(16 * c)));
-            for (&pj, &a) in p.iter().zip(at) {
-                let (pv, row) = (_mm512_set1_ps(pj), src.as_ptr().add(a + i));
-                for (c, a) in acc.iter_mut().enumerate() {
-                    *a = _mm512_fmadd_ps(pv, _mm512_loadu_ps(row.add(16 * c)), *a);
-                }
-            }
-            for (c, a) in acc.iter().enumerate() {
-                _mm512_storeu_ps(po.add(16 * c), *a);
-            }
-        }
-        i += 64;
-    }
-    for (&pj, &a) in p.iter().zip(at) {
-        for t in i..d {
-            out[t] = pj.mul_add(src[a + t], out[t]);
         }
     }
 }

@@ -18,11 +18,15 @@ pub fn silu_mul(gate: &Tensor<Cpu>, up: &Tensor<Cpu>, dst: &mut Tensor<Cpu>) -> 
     let op = "silu_mul";
     check::silu_mul(gate, up, dst)?;
     let (gate, up, dst) = (f32s(op, gate)?, f32s(op, up)?, f32s_mut(op, dst)?);
-    let (gate, up) = (gate.par_chunks(MIN_TASK), up.par_chunks(MIN_TASK));
-    dst.par_chunks_mut(MIN_TASK).zip(gate.zip(up)).for_each(|(y, (g, u))| {
-        simd::zip_map(g, u, y, |g, u| g / (1.0 + simd::exp(-g)) * u);
-    });
+    gated(gate, up, dst, |g, u| g / (1.0 + simd::exp(-g)) * u);
     Ok(())
+}
+
+/// dst[i] = f(gate[i], up[i]), in rayon tasks of MIN_TASK elements, each vectorized by
+/// [`simd::zip_map`].
+fn gated(gate: &[f32], up: &[f32], dst: &mut [f32], f: impl Fn(f32, f32) -> f32 + Sync) {
+    let (gate, up) = (gate.par_chunks(MIN_TASK), up.par_chunks(MIN_TASK));
+    dst.par_chunks_mut(MIN_TASK).zip(gate.zip(up)).for_each(|(y, (g, u))| simd::zip_map(g, u, y, &f));
 }
 
 /// tanh's argument is clamped to ±10 (tanh(10) rounds to 1 in f32), so every backend gets ±1
@@ -45,10 +49,7 @@ pub fn gelu_mul(gate: &Tensor<Cpu>, up: &Tensor<Cpu>, dst: &mut Tensor<Cpu>) -> 
     let op = "gelu_mul";
     check::gelu_mul(gate, up, dst)?;
     let (gate, up, dst) = (f32s(op, gate)?, f32s(op, up)?, f32s_mut(op, dst)?);
-    let (gate, up) = (gate.par_chunks(MIN_TASK), up.par_chunks(MIN_TASK));
-    dst.par_chunks_mut(MIN_TASK).zip(gate.zip(up)).for_each(|(y, (g, u))| {
-        simd::zip_map(g, u, y, |g, u| gelu_tanh(g) * u);
-    });
+    gated(gate, up, dst, |g, u| gelu_tanh(g) * u);
     Ok(())
 }
 

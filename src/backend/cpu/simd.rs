@@ -110,7 +110,7 @@ pub fn axpy_rows(p: &[f32], src: &[f32], at: &[usize], out: &mut [f32]) {
     #[cfg(target_arch = "x86_64")]
     if *super::avx512::AVAILABLE {
         // SAFETY: the CPU supports AVX-512F and FMA (checked at runtime); every row is in range.
-        return unsafe { super::avx512::axpy_rows(p, src, at, out) };
+        return unsafe { super::avx512::axpy_rows_heads([p], src, at, [out]) };
     }
     for (&p, &a) in p.iter().zip(at) {
         axpy(p, &src[a..a + out.len()], out);
@@ -448,7 +448,7 @@ mod tests {
     }
 
     #[test]
-    fn axpy_rows_heads_equals_axpy_rows_per_head() {
+    fn axpy_rows_heads_equals_one_axpy_per_head_and_row() {
         for (d, heads) in [(1, 3), (64, 1), (64, 4), (100, 7), (256, 5)] {
             let (src, stride) = (values(10 * d, 5), 9);
             let p = values(heads * stride, 6);
@@ -456,7 +456,9 @@ mod tests {
             let (mut fast, mut slow) = (values(heads * d, 7), values(heads * d, 7));
             axpy_rows_heads(&p, stride, &src, &at, &mut fast, d);
             for (h, o) in slow.chunks_mut(d).enumerate() {
-                axpy_rows(&p[h * stride..h * stride + at.len()], &src, &at, o);
+                for (&p, &a) in p[h * stride..].iter().zip(&at) {
+                    axpy(p, &src[a..a + d], o);
+                }
             }
             assert_eq!(fast, slow, "d = {d}, {heads} heads");
         }

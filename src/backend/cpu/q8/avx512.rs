@@ -129,13 +129,7 @@ unsafe fn decode<const K: u8>(p: *const u8, c: usize) -> WRegs {
         // SAFETY: the caller's contract (chunk c's values lie in the row).
         return unsafe { decode_nibbles(p, c, n) };
     }
-    if kind_of(K).is_kquant() {
-        // SAFETY: the caller's contract (super-block c / 4 lies in the row).
-        let (u, dw, mw) = unsafe { kquant_avx512::decode::<K>(p, c, bb) };
-        // SAFETY: register arithmetic only.
-        let zero = unsafe { _mm512_setzero_si512() };
-        return WRegs { u, dw, mw, z: zero, u2: zero };
-    }
+    debug_assert!(!kind_of(K).is_kquant(), "k-quant chunks decode by kquant_chunk, scales once per super-block");
     // SAFETY: every read stays inside blocks 2c and 2c + 1 (offsets per reference.rs).
     unsafe {
         let (b0, b1) = (p.add(2 * c * bb), p.add((2 * c + 1) * bb));
@@ -351,6 +345,21 @@ unsafe fn dot_rows_k<const K: u8, const R: usize>(rows: [&[u8]; R], x: &[XChunk]
     acc.map(|v| reduce(v))
 }
 
+/// Chunk j of the k-quant super-block at `b` in registers, its scales from
+/// [`kquant_avx512::scales`] (decoded once for the super-block's 4 chunks).
+///
+/// # Safety
+/// A super-block of format K lies at `b`; j < 4; the CPU has the features.
+#[inline(always)]
+unsafe fn kquant_chunk<const K: u8>(b: *const u8, j: usize, (dl, ml): (__m512, __m512)) -> WRegs {
+    // SAFETY: the caller's contract.
+    unsafe {
+        let zero = _mm512_setzero_si512();
+        let (dw, mw) = (kquant_avx512::chunk_lanes::<K>(dl, j), kquant_avx512::chunk_lanes::<K>(ml, j));
+        WRegs { u: kquant_avx512::levels::<K>(b, j), dw, mw, z: zero, u2: zero }
+    }
+}
+
 /// dot_rows_k for the k-quants, the same steps: each super-block's scales and minima decoded once
 /// per row for its 4 chunks (per chunk they cost as much as the levels: Q4_K decoded 17 tok/s
 /// that way against 24 this way on a llama-1b shape, Q4_0 23).
@@ -368,14 +377,10 @@ unsafe fn dot_rows_kquant<const K: u8, const R: usize>(rows: [&[u8]; R], x: &[XC
             let scales: [(__m512, __m512); R] = std::array::from_fn(|r| kquant_avx512::scales::<K>(at[r]));
             for (j, xc) in xs.iter().enumerate() {
                 let xr = load_x::<K>(xc);
-                let zero = _mm512_setzero_si512();
                 for r in 0..R {
                     // As dot_rows_k: a hint PREFETCH_BYTES further on in the span.
                     _mm_prefetch::<_MM_HINT_T0>(at[r].wrapping_add(j * bb / 4 + PREFETCH_BYTES).cast());
-                    let (dl, ml) = scales[r];
-                    let (dw, mw) = (kquant_avx512::chunk_lanes::<K>(dl, j), kquant_avx512::chunk_lanes::<K>(ml, j));
-                    let w = WRegs { u: kquant_avx512::levels::<K>(at[r], j), dw, mw, z: zero, u2: zero };
-                    acc[r] = step::<K>(acc[r], &w, &xr);
+                    acc[r] = step::<K>(acc[r], &kquant_chunk::<K>(at[r], j, scales[r]), &xr);
                 }
             }
         }
@@ -423,28 +428,51 @@ pub fn dot_span(kind: Kind, rows: &[u8], x: &[XChunk], out: &mut [f32]) {
 #[target_feature(enable = "avx512f,avx512bw,avx512vl,avx512vnni,avx512vbmi,f16c")]
 unsafe fn unpack_row_k<const K: u8>(row: &[u8], dst: &mut [WChunk]) {
     let kind = kind_of(K);
+    if kind.is_kquant() {
+        let bb = kind.block_bytes();
+        for (s, ws) in dst.chunks_exact_mut(4).enumerate() {
+            // SAFETY: super-block s lies in the row (unpack_row checked the lengths).
+            unsafe {
+                let b = row.as_ptr().add(s * bb);
+                let scales = kquant_avx512::scales::<K>(b);
+                for (j, w) in ws.iter_mut().enumerate() {
+                    store::<K>(w, &kquant_chunk::<K>(b, j, scales));
+                }
+            }
+        }
+        return;
+    }
     let full = kind.row_values(row.len()) / 64;
     for (c, w) in dst.iter_mut().enumerate() {
         if c >= full {
             *w = unpack_chunk(kind, row, c);
             continue;
         }
-        // SAFETY: chunk c < full has both blocks; WChunk's fields are 64 aligned bytes each.
-        unsafe {
-            let r = decode::<K>(row.as_ptr(), c);
-            _mm512_store_si512(w.u.as_mut_ptr().cast(), r.u);
-            _mm512_store_ps(w.dw.as_mut_ptr(), r.dw);
-            // Only the fields format K reads (`step`): the writes were ~40% of a B = 8 step
-            // (320 bytes per chunk of 40 for Q4_1; benches/notes/cpu.md).
-            if kind.has_min() {
-                _mm512_store_ps(w.mw.as_mut_ptr(), r.mw);
-            }
-            if kind.zero_point() {
-                _mm512_store_si512(w.z.as_mut_ptr().cast(), r.z);
-            }
-            if kind.two_planes() {
-                _mm512_store_si512(w.u2.as_mut_ptr().cast(), r.u2);
-            }
+        // SAFETY: chunk c < full has both blocks.
+        unsafe { store::<K>(w, &decode::<K>(row.as_ptr(), c)) };
+    }
+}
+
+/// A chunk's registers into `w`, only the fields format K reads (`step`): writing all five was
+/// ~40% of a B = 8 step (320 bytes per chunk of 40 for Q4_1; benches/notes/cpu.md).
+///
+/// # Safety
+/// The CPU has AVX-512 F (WChunk's fields are 64 aligned bytes each).
+#[inline(always)]
+unsafe fn store<const K: u8>(w: &mut WChunk, r: &WRegs) {
+    let kind = kind_of(K);
+    // SAFETY: aligned 64-byte fields; the caller has the features.
+    unsafe {
+        _mm512_store_si512(w.u.as_mut_ptr().cast(), r.u);
+        _mm512_store_ps(w.dw.as_mut_ptr(), r.dw);
+        if kind.has_min() {
+            _mm512_store_ps(w.mw.as_mut_ptr(), r.mw);
+        }
+        if kind.zero_point() {
+            _mm512_store_si512(w.z.as_mut_ptr().cast(), r.z);
+        }
+        if kind.two_planes() {
+            _mm512_store_si512(w.u2.as_mut_ptr().cast(), r.u2);
         }
     }
 }

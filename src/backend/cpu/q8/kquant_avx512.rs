@@ -43,22 +43,6 @@ unsafe fn f16_at(p: *const u8) -> f32 {
     unsafe { _mm_cvtss_f32(_mm_cvtph_ps(_mm_cvtsi32_si128(i32::from(p.cast::<u16>().read_unaligned())))) }
 }
 
-/// Levels (lane order), d_w and m_w lanes of chunk `c` of a row of format K (Q4_K, Q5_K or Q6_K)
-/// at `p`.
-///
-/// # Safety
-/// Super-block c / 4 of format K lies at `p`; the CPU has AVX-512 BW and F16C.
-#[inline(always)]
-pub unsafe fn decode<const K: u8>(p: *const u8, c: usize, bb: usize) -> (__m512i, __m512, __m512) {
-    let j = c % 4;
-    // SAFETY: every read stays inside super-block c / 4 (offsets per reference.rs).
-    unsafe {
-        let b = p.add((c / 4) * bb);
-        let (dl, ml) = scales::<K>(b);
-        (levels::<K>(b, j), chunk_lanes::<K>(dl, j), chunk_lanes::<K>(ml, j))
-    }
-}
-
 /// The levels (lane order) of chunk j of a k-quant super-block at `b`.
 ///
 /// # Safety
