@@ -57,6 +57,17 @@ model_suite!(cpu_int8: ultra::Cpu, "cpu", "", Ok(ultra::Cpu::with_activations(ul
     gemma3_greedy_ids_match_the_cpu_until_a_near_tie,
 ]);
 
+// The AMX path where the CPU has it (skipped loudly elsewhere; ULTRA_REQUIRE_AMX=1 fails
+// instead), held to the f32 CPU as the int8 path is, with bf16's looser logits.
+model_suite!(cpu_amx: ultra::Cpu, "AMX", "ULTRA_REQUIRE_AMX", ultra::Cpu::amx(), tolerances::cpu_amx, [
+    teacher_forced_logits_match_the_references,
+    greedy_ids_match_llama_cpp_and_the_cpu_until_a_near_tie,
+    perplexity_ctx_128_matches_the_references,
+    perplexity_ctx_512_matches_the_references,
+    gemma3_teacher_forced_logits_match_the_cpu,
+    gemma3_greedy_ids_match_the_cpu_until_a_near_tie,
+]);
+
 #[cfg(feature = "wgpu")]
 model_suite!(wgpu: ultra::Wgpu, "wgpu", "ULTRA_REQUIRE_WGPU", ultra::Wgpu::new(), tolerances::wgpu, [
     teacher_forced_logits_match_the_references,

@@ -128,6 +128,15 @@ pub const CPU_INT8: Tol = Tol {
     ppl_vs_cpu: Some(0.01),
 };
 
+/// The CPU's AMX path: the int8 kernels up to 16 rows, and above (the prompt's prefill, teacher
+/// forcing's step 0; perplexity's chunks) x and the weights rounded to bf16 (unit roundoff 2^-9)
+/// on AMX tiles. Measured: SmolLM2 NMSE 1.16e-3, max |Δ| 0.32 (llama.cpp-like: CUDA's row
+/// allows 2e-3), top-10 log-probs 0.38 off llama.cpp's, perplexity 0.05% off the f32 CPU's;
+/// Gemma 3 NMSE 7.5e-6, max |Δ| 0.18. The limits are about 2.5 times those. Held to the fidelity
+/// its issue asks of a default path: greedy equal to the f32 CPU up to its near-ties, perplexity
+/// within 1%.
+pub const CPU_AMX: Tol = Tol { logits_vs_cpu: Some(Close { nmse: 3e-3, max_abs: 0.8 }), ..CPU_INT8 };
+
 /// How much of the reference data a backend runs: the first `prompts` prompts of greedy.json,
 /// at most `steps` generated tokens of each, perplexity over at most `ppl_chunks` chunks.
 #[derive(Clone, Copy, Debug)]
@@ -167,6 +176,14 @@ pub fn cpu_int8(_: &ultra::Cpu) -> Profile {
     match std::env::var("CI").is_ok_and(|v| v == "true") {
         true => Profile { tol: Tol { ppl_vs_llama: None, ..CPU_INT8 }, scale: CPU_INT8_CI, by_step: true },
         false => Profile { tol: CPU_INT8, scale: ALL, by_step: true },
+    }
+}
+
+/// Scaled under `CI=true` as the int8 suite is.
+pub fn cpu_amx(_: &ultra::Cpu) -> Profile {
+    match std::env::var("CI").is_ok_and(|v| v == "true") {
+        true => Profile { tol: Tol { ppl_vs_llama: None, ..CPU_AMX }, scale: CPU_INT8_CI, by_step: true },
+        false => Profile { tol: CPU_AMX, scale: ALL, by_step: true },
     }
 }
 

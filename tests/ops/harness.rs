@@ -233,10 +233,13 @@ pub fn check_family<B: Backend + 'static>(backend: &B, family: Family) {
 }
 
 /// Whether `backend` is a wgpu backend computing in f16 (its op tolerances differ).
-/// The name tolerance_on knows the backend by: the CPU's int8 path is `cpu_int8`.
+/// The name tolerance_on knows the backend by: the CPU's int8 path is `cpu_int8`, its AMX path
+/// `cpu_amx` (or `cpu_int8` where AMX is off and that mode runs as int8).
 fn tolerance_name<B: Backend + 'static>(backend: &B) -> &'static str {
-    match (backend as &dyn std::any::Any).downcast_ref::<ultra::Cpu>() {
-        Some(cpu) if cpu.activations() == ultra::backend::cpu::Activations::Int8 => "cpu_int8",
+    use ultra::backend::cpu::{Activations, amx_runs};
+    match (backend as &dyn std::any::Any).downcast_ref::<ultra::Cpu>().map(|cpu| cpu.activations()) {
+        Some(Activations::Amx) if amx_runs() => "cpu_amx",
+        Some(Activations::Int8 | Activations::Amx) => "cpu_int8",
         _ => backend.name(),
     }
 }

@@ -41,10 +41,11 @@ static USE_DOTPROD: LazyLock<bool> = LazyLock::new(|| {
     }
 });
 
-/// Whether `ULTRA_CPU_DISABLE` (a comma-separated list of `avx512`, `avx2`, `neon`, `dotprod`;
-/// read once) turns the kernels of `isa` off. `avx2` turns AVX-512 off too, leaving the portable
-/// path; `neon` turns `dotprod` off too. Every path gives the same bits, so this only changes
-/// speed (and lets one machine test every path).
+/// Whether `ULTRA_CPU_DISABLE` (a comma-separated list of `avx512`, `avx2`, `neon`, `dotprod`,
+/// `amx`; read once) turns the kernels of `isa` off. `avx2` turns AVX-512 off too, leaving the
+/// portable path; `neon` turns `dotprod` off too. Every path gives the same bits, so this only
+/// changes speed (and lets one machine test every path), except `amx`: the AMX activations mode
+/// then runs as int8, whose bits differ (cpu/mod.rs `Activations::Amx`).
 #[cfg_attr(not(any(target_arch = "x86_64", target_arch = "aarch64")), allow(dead_code))] // no SIMD paths elsewhere
 pub fn disabled(isa: &str) -> bool {
     static LIST: LazyLock<String> = LazyLock::new(|| std::env::var("ULTRA_CPU_DISABLE").unwrap_or_default());

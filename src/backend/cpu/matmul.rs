@@ -24,6 +24,8 @@ use super::buffer::{CpuWeight, f32s, f32s_mut, weight_storage};
 use super::columns::Columns;
 use super::dequant::dequantize_row_fast;
 use super::{Activations, Cpu, q8, simd};
+#[cfg(all(target_arch = "x86_64", target_os = "linux"))]
+use super::{amx, matmul_bf16};
 #[cfg(target_arch = "x86_64")]
 use super::{avx512, intn, kquant};
 
@@ -94,8 +96,23 @@ fn matmul_sharing(
         return Ok(());
     }
     let out = Columns::new(dst);
+    #[cfg(all(target_arch = "x86_64", target_os = "linux"))]
+    if activations == Activations::Amx && m > INT8_MAX_M && storage.format().is_quantized() && *amx::AVAILABLE {
+        let xp = matmul_bf16::pack_x(x, m, k);
+        (0..n.div_ceil(TILE_N)).into_par_iter().for_each(|tile| {
+            let (n0, n1) = (tile * TILE_N, ((tile + 1) * TILE_N).min(n));
+            SCRATCH.with_borrow_mut(|scratch| {
+                let w_rows = weight_rows(storage, n0..n1, k, scratch);
+                // SAFETY: this task is the only one writing columns n0..n1 of dst.
+                unsafe { matmul_bf16::tile(&w_rows[..n1 - n0], &xp, (m, k, n), n0..n1, &out) };
+            });
+        });
+        return Ok(());
+    }
     #[cfg_attr(not(target_arch = "x86_64"), allow(clippy::collapsible_if))] // a second branch on x86-64
-    if let (Activations::Int8, Some(kind)) = (activations, q8::Kind::of(storage.format()).filter(|&k| q8::runs(k))) {
+    if let (Activations::Int8 | Activations::Amx, Some(kind)) =
+        (activations, q8::Kind::of(storage.format()).filter(|&k| q8::runs(k)))
+    {
         if m <= INT8_MAX_M {
             let xq: &[q8::XChunk] = xq.get_or_insert_with(|| q8::quantize(x, m, k));
             (0..n.div_ceil(TILE_N)).into_par_iter().for_each(|tile| {

@@ -2,6 +2,8 @@
 //! trait's forwarding table; each family lives in its own file (same stems as the GPU backends),
 //! and simd.rs holds the inner loops that fix every reduction's order.
 
+#[cfg(all(target_arch = "x86_64", target_os = "linux"))]
+mod amx;
 mod attention;
 #[cfg(target_arch = "x86_64")]
 mod avx512;
@@ -16,6 +18,8 @@ mod isa;
 #[cfg(target_arch = "x86_64")]
 mod kquant;
 mod matmul;
+#[cfg(all(target_arch = "x86_64", target_os = "linux"))]
+mod matmul_bf16;
 #[cfg(target_arch = "aarch64")]
 mod neon;
 mod norm;
@@ -37,15 +41,20 @@ pub use buffer::{CpuBuffer, CpuWeight};
 pub enum Activations {
     /// x stays f32 against the dequantized weights: exact up to f32 rounding (the reference).
     F32,
-    /// x quantized per block of 32 to int8, met by integer dot products (q8/mod.rs): ~2× faster
-    /// decode, logits within the op table's NMSE 5e-4 of the f32 path.
+    /// x quantized per block of 32 to two int8 planes, met by integer dot products (q8/mod.rs):
+    /// ~2× faster decode, logits within NMSE 1e-5 of the f32 path (tests/model/tolerances.rs).
     Int8,
+    /// `Int8` up to `INT8_MAX_M` rows; above (prefill), x and the dequantized weights rounded to
+    /// bf16 and multiplied on AMX tiles with f32 accumulators (matmul_bf16.rs): bf16's 8-bit
+    /// significand gives llama.cpp-like logits (NMSE ~2e-4 against f32, perplexity within 0.1%)
+    /// for ~1.5× prefill. Where the CPU or OS lacks AMX (or `ULTRA_CPU_DISABLE=amx`) it is `Int8`.
+    Amx,
 }
 
 impl Activations {
-    /// `ULTRA_CPU_ACTIVATIONS` (`int8` or `f32`) if set, else int8 where this CPU has its
-    /// kernels (AVX-512 VNNI, or AVX2) and f32 elsewhere (the portable int8 code is exact but
-    /// slow).
+    /// `ULTRA_CPU_ACTIVATIONS` (`amx`, `int8` or `f32`) if set, else amx where this process may
+    /// use AMX tiles, int8 where this CPU has its kernels (AVX-512 VNNI, or AVX2) and f32
+    /// elsewhere (the portable int8 code is exact but slow).
     pub fn from_env() -> Result<Activations> {
         match std::env::var("ULTRA_CPU_ACTIVATIONS").ok().as_deref().map(str::trim) {
             None | Some("") => Ok(Activations::for_this_cpu()),
@@ -53,9 +62,13 @@ impl Activations {
         }
     }
 
-    /// int8 where this CPU has its kernels, else f32.
+    /// amx where this process has AMX tiles, int8 where this CPU has its kernels, else f32.
     fn for_this_cpu() -> Activations {
-        if q8::fast() { Activations::Int8 } else { Activations::F32 }
+        match (amx_runs(), q8::fast()) {
+            (true, _) => Activations::Amx,
+            (false, true) => Activations::Int8,
+            (false, false) => Activations::F32,
+        }
     }
 }
 
@@ -65,8 +78,23 @@ impl std::str::FromStr for Activations {
         match s.to_ascii_lowercase().as_str() {
             "int8" => Ok(Activations::Int8),
             "f32" => Ok(Activations::F32),
-            _ => Err(crate::error::Error::InvalidArgument(format!("CPU activations {s:?}: expected int8 or f32"))),
+            "amx" => Ok(Activations::Amx),
+            _ => Err(crate::error::Error::InvalidArgument(format!("CPU activations {s:?}: expected amx, int8 or f32"))),
         }
+    }
+}
+
+/// Whether `Activations::Amx` runs the AMX tiles in this process (the CPU has AMX-TILE and
+/// AMX-BF16, Linux granted tile state, `ULTRA_CPU_DISABLE` does not list `amx`), or falls back
+/// to `Int8`.
+pub fn amx_runs() -> bool {
+    #[cfg(all(target_arch = "x86_64", target_os = "linux"))]
+    {
+        *amx::AVAILABLE
+    }
+    #[cfg(not(all(target_arch = "x86_64", target_os = "linux")))]
+    {
+        false
     }
 }
 
@@ -101,6 +129,19 @@ impl Cpu {
 
     pub fn with_activations(activations: Activations) -> Cpu {
         Cpu { activations }
+    }
+
+    /// The AMX mode, or an error where it would run as `Int8` ([`amx_runs`]): for the suites
+    /// that test the tile path and must not test the int8 path twice.
+    pub fn amx() -> Result<Cpu> {
+        match amx_runs() {
+            true => Ok(Cpu { activations: Activations::Amx }),
+            false => Err(crate::error::Error::Unsupported {
+                op: "AMX activations",
+                backend: "cpu",
+                detail: "this CPU, OS or ULTRA_CPU_DISABLE leaves AMX-TILE/AMX-BF16 off".into(),
+            }),
+        }
     }
 
     pub fn activations(&self) -> Activations {
