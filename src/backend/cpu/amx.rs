@@ -75,23 +75,44 @@ const CONFIG: Config = {
     Config(c)
 };
 
-/// C[r][c] += Σ_k A[r][k] · B[c][k] for a 2 × 2 block of 16 × 16 f32 tiles, over `steps`
-/// 32-value slices of k, then stores the four tiles to `c` ([2][2][16][16] floats, C[g][h] for
-/// A group g and B group h). Operand tiles are 1 KiB each, step s of group g at
-/// `a[g] + s · TILE_VALUES`: A in rows of 32 bf16 (row r, values 2p and 2p + 1 of the slice in
-/// pair p), B in the pair-interleaved layout `tdpbf16ps` multiplies against (row p holds, for
-/// each of its 16 columns c, values 2p and 2p + 1 of B[c]). The tile unit sums each pair in f32
-/// and adds it to the accumulator in a fixed order, so every output depends only on its own rows
-/// of A and B: the same bits whatever the batch.
+/// Runs `f` with the tile registers configured (palette 1: all eight 16 rows × 64 bytes) and
+/// releases them after, so a preempted worker does not carry 8 KiB of tile state between calls.
+/// Panics unless `AVAILABLE`.
+pub fn with_tiles<R>(f: impl FnOnce() -> R) -> R {
+    assert!(*AVAILABLE, "AMX tiles used without AVAILABLE");
+    // SAFETY: AVAILABLE (the CPU has AMX-TILE and this process may use it).
+    unsafe { configure() };
+    let r = f();
+    // SAFETY: as above.
+    unsafe { asm!("tilerelease", options(nostack, nomem)) };
+    r
+}
+
+/// # Safety
+/// `AVAILABLE`.
+#[target_feature(enable = "avx512f")]
+unsafe fn configure() {
+    // SAFETY: the caller's contract; CONFIG is a valid palette-1 configuration.
+    unsafe { asm!("ldtilecfg [{0}]", in(reg) CONFIG.0.as_ptr(), options(nostack, readonly)) };
+}
+
+/// C[g][h] = Σ_k A_g[r][k] · B_h[c][k] for a 2 × 2 block of 16 × 16 f32 tiles over `steps`
+/// 32-value slices of k, stored at `c[2g + h]` with rows `c_stride` bytes apart (dst itself, or
+/// a buffer at the edges). Operands are packed 1 KiB tiles, slice s of A_g at
+/// `a[g] + s · TILE_VALUES`, of B_h at `b[h] + s · TILE_VALUES`: A in rows of 32 bf16 (row r
+/// holds the slice of x row r), B in the pair-interleaved layout `tdpbf16ps` multiplies against
+/// (row p holds, for each of its 16 columns c, values 2p and 2p + 1 of weight row c). The tile
+/// unit sums each pair in f32 and adds it to the accumulator in a fixed order, so every output
+/// depends only on its own row of A and column of B: the same bits whatever the batch.
 ///
 /// # Safety
-/// `AVAILABLE`; a[0], a[1], b[0], b[1] each point at `steps` tiles; c at 1,024 writable floats.
+/// Inside `with_tiles`; a[g] and b[h] each point at `steps` tiles; each c[t] at 16 rows of 16
+/// writable floats, `c_stride` bytes apart, that no other thread touches.
 #[target_feature(enable = "avx512f")]
-pub unsafe fn product_2x2(a: [*const u16; 2], b: [*const u16; 2], steps: usize, c: *mut f32) {
+pub unsafe fn product_2x2(a: [*const u16; 2], b: [*const u16; 2], steps: usize, c: [*mut f32; 4], c_stride: usize) {
     const TILE_BYTES: usize = TILE_VALUES * 2;
     // SAFETY: the caller's contract; each tile row is 64 bytes, rows 64 bytes apart.
     unsafe {
-        asm!("ldtilecfg [{0}]", in(reg) CONFIG.0.as_ptr(), options(nostack, readonly));
         asm!("tilezero tmm0", "tilezero tmm1", "tilezero tmm2", "tilezero tmm3", options(nostack, nomem));
         for s in 0..steps {
             let at = |p: *const u16| p.cast::<u8>().add(s * TILE_BYTES);
@@ -109,35 +130,34 @@ pub unsafe fn product_2x2(a: [*const u16; 2], b: [*const u16; 2], steps: usize, 
                 options(nostack, readonly),
             );
         }
-        let tile = |t: usize| c.add(t * TILE_ROWS * TILE_ROWS);
         asm!(
             "tilestored [{c0} + {stride}], tmm0",
             "tilestored [{c1} + {stride}], tmm1",
             "tilestored [{c2} + {stride}], tmm2",
             "tilestored [{c3} + {stride}], tmm3",
-            "tilerelease",
-            c0 = in(reg) tile(0), c1 = in(reg) tile(1), c2 = in(reg) tile(2), c3 = in(reg) tile(3),
-            stride = in(reg) 64usize,
+            c0 = in(reg) c[0], c1 = in(reg) c[1], c2 = in(reg) c[2], c3 = in(reg) c[3],
+            stride = in(reg) c_stride,
             options(nostack),
         );
     }
 }
 
-/// f32 → bf16, rounding to nearest even (`vcvtne2ps2bf16`): 32 values, low 16 from `lo`.
+/// f32 → bf16, rounding to nearest even (`vcvtne2ps2bf16`): 32 values, low 16 from `lo`,
+/// stored at `dst` as one 64-byte store.
 ///
 /// # Safety
 /// The CPU has AVX-512 F and BF16 (`AVAILABLE`).
 #[inline]
 #[target_feature(enable = "avx512f,avx512bf16")]
-pub unsafe fn bf16x32(lo: &[f32; 16], hi: &[f32; 16]) -> [u16; 32] {
-    // SAFETY: 16 floats each; the result is 64 bytes of bf16.
+pub unsafe fn store_bf16x32(lo: &[f32; 16], hi: &[f32; 16], dst: &mut [u16; 32]) {
+    // SAFETY: 16 floats each in; 64 bytes of bf16 out.
     unsafe {
         let v = _mm512_cvtne2ps_pbh(_mm512_loadu_ps(hi.as_ptr()), _mm512_loadu_ps(lo.as_ptr()));
-        std::mem::transmute::<__m512bh, [u16; 32]>(v)
+        _mm512_storeu_si512(dst.as_mut_ptr().cast(), std::mem::transmute::<__m512bh, __m512i>(v));
     }
 }
 
-/// The bf16 nearest to `x` (ties to even), as `bf16x32` rounds: the tests' reference.
+/// The bf16 nearest to `x` (ties to even), as `store_bf16x32` rounds: the tests' reference.
 #[cfg(test)]
 pub fn bf16_round(x: f32) -> f32 {
     let b = x.to_bits();

@@ -25,6 +25,19 @@ impl Columns {
         unsafe { self.ptr.add(i).write(value) };
     }
 
+    /// Where a 16 × 16 block of a row-major [_, stride] dst starts (row i, column j), for a store
+    /// that writes the block directly (the AMX tile unit's `tilestored`).
+    ///
+    /// # Safety
+    /// As [`Columns::write`], for every element of the block while the pointer is used.
+    #[cfg(all(target_arch = "x86_64", target_os = "linux"))]
+    pub unsafe fn block_ptr(&self, i: usize, j: usize, stride: usize) -> *mut f32 {
+        let end = (i + 15).checked_mul(stride).and_then(|e| e.checked_add(j + 16));
+        assert!(j + 16 <= stride && end.is_some_and(|end| end <= self.len), "matmul: output block out of range");
+        // SAFETY: in bounds (checked above).
+        unsafe { self.ptr.add(i * stride + j) }
+    }
+
     /// Elements i..i + values.len() = values.
     ///
     /// # Safety

@@ -7,59 +7,46 @@
 //! kernel ran no faster than the VNNI panels). Dequantized bf16 weights carry their scales, so
 //! the accumulators stay in the tiles from the first block to the last.
 //!
-//! Layouts (amx.rs `product_2x2`): the weight tile is the first operand, 16 weight rows × 32
-//! values of one k slice, row-major as dequantized; x is the second, 16 activation rows of a
-//! slice pair-interleaved. Products come out transposed (16 weight rows × 16 activation rows)
-//! and are written to dst per activation row. Rows and k past the ends are zeros.
+//! Layouts (amx.rs `product_2x2`): x is the first operand, packed once per matmul as tiles of 16
+//! rows × one 32-value slice (row-major inside, each tile 1 KiB contiguous: strided rows of x
+//! were slower to load), an even number of 16-row groups; each task's weight rows are the
+//! second, packed pair-interleaved. Products come out as 16 activation rows × 16 weight columns,
+//! dst's own layout, so whole tiles are stored into dst by the tile unit (a transposed layout
+//! cost a copy per row of each tile, 17% of prefill). Rows and k past the ends are zeros.
 
 use std::cell::RefCell;
 
 use super::amx::{self, TILE_K, TILE_ROWS, TILE_VALUES};
 use super::columns::Columns;
 
-/// Groups of 16 activation rows and 32-value slices of k in `pack_x`'s output.
+/// Groups of 16 activation rows (even) and 32-value slices of k in `pack_x`'s output.
 pub fn x_shape(m: usize, k: usize) -> (usize, usize) {
     (m.div_ceil(2 * TILE_ROWS) * 2, k.div_ceil(TILE_K))
 }
 
-/// x [m, k] as bf16 tiles [group][slice][pair p][row r][2]: element (p, r, e) is
-/// x[16 · group + r][32 · slice + 2p + e]; the group count is even (`x_shape`) so the kernel's
-/// 2 × 2 blocks never run past it. Panics unless amx::AVAILABLE.
+/// x [m, k] as bf16 tiles [group][slice][row r][32]: element (r, e) is x[16 · group + r][32 ·
+/// slice + e] (`x_shape`; zeros past m and k). Panics unless amx::AVAILABLE.
 pub fn pack_x(x: &[f32], m: usize, k: usize) -> Vec<u16> {
     assert!(*amx::AVAILABLE && x.len() == m * k, "pack_x: CPU or lengths");
     let (groups, slices) = x_shape(m, k);
     let mut out = vec![0u16; groups * slices * TILE_VALUES];
-    // SAFETY: AVAILABLE implies AVX-512 F and BF16.
-    unsafe { pack_x_rows(x, m, k, slices, &mut out) };
+    for (i, row) in x.chunks_exact(k).enumerate() {
+        let (g, r) = (i / TILE_ROWS, i % TILE_ROWS);
+        for s in 0..slices {
+            let at = (g * slices + s) * TILE_VALUES + r * TILE_K;
+            // SAFETY: AVAILABLE implies AVX-512 F and BF16.
+            unsafe { slice_bf16(row, s, (&mut out[at..at + TILE_K]).try_into().expect("32")) };
+        }
+    }
     out
 }
 
-/// pack_x's loop, compiled for AVX-512 BF16 so the conversions inline.
+/// Values 32s..32s + 32 of `row` in bf16 into `dst`, zeros past its end.
 ///
 /// # Safety
 /// The CPU has AVX-512 F and BF16.
 #[target_feature(enable = "avx512f,avx512bf16")]
-unsafe fn pack_x_rows(x: &[f32], m: usize, k: usize, slices: usize, out: &mut [u16]) {
-    for i in 0..m {
-        let (g, r) = (i / TILE_ROWS, i % TILE_ROWS);
-        for s in 0..slices {
-            // SAFETY: the features (this function's contract).
-            let v = unsafe { slice_bf16(&x[i * k..(i + 1) * k], s) };
-            let tile = &mut out[(g * slices + s) * TILE_VALUES..][..TILE_VALUES];
-            for p in 0..TILE_K / 2 {
-                tile[p * 2 * TILE_ROWS + 2 * r] = v[2 * p];
-                tile[p * 2 * TILE_ROWS + 2 * r + 1] = v[2 * p + 1];
-            }
-        }
-    }
-}
-
-/// Values 32s..32s + 32 of `row` in bf16, zeros past its end.
-///
-/// # Safety
-/// The CPU has AVX-512 F and BF16.
-#[target_feature(enable = "avx512f,avx512bf16")]
-unsafe fn slice_bf16(row: &[f32], s: usize) -> [u16; TILE_K] {
+unsafe fn slice_bf16(row: &[f32], s: usize, dst: &mut [u16; TILE_K]) {
     let mut padded = [0.0f32; TILE_K];
     let f: &[f32; TILE_K] = match row.get(s * TILE_K..(s + 1) * TILE_K) {
         // A whole slice converts in place (a copy of it was a memmove call per slice).
@@ -72,11 +59,11 @@ unsafe fn slice_bf16(row: &[f32], s: usize) -> [u16; TILE_K] {
     };
     let (lo, hi) = f.split_at(16);
     // SAFETY: the features (this function's contract).
-    unsafe { amx::bf16x32(lo.try_into().expect("16"), hi.try_into().expect("16")) }
+    unsafe { amx::store_bf16x32(lo.try_into().expect("16"), hi.try_into().expect("16"), dst) }
 }
 
 thread_local! {
-    /// The task's weight tiles: [2 groups][slices][16 rows][32].
+    /// The task's weight tiles: [2 groups][slices][16 pairs][16 columns][2].
     static W_TILES: RefCell<Vec<u16>> = const { RefCell::new(Vec::new()) };
 }
 
@@ -105,22 +92,62 @@ pub unsafe fn tile(
     W_TILES.with_borrow_mut(|w| {
         // SAFETY: AVAILABLE implies AVX-512 F and BF16.
         unsafe { pack_w(w_rows, slices, w) };
-        let mut c = [0.0f32; 4 * TILE_ROWS * TILE_ROWS];
-        let group = |g: usize| &w[g * slices * TILE_VALUES..];
-        for h0 in (0..groups).step_by(2) {
-            let x_at = |h: usize| xp[(h0 + h) * slices * TILE_VALUES..].as_ptr();
-            // SAFETY: AVAILABLE; each operand pointer starts `slices` whole tiles (the lengths
-            // asserted above, pack_w's size, and groups even); c holds 4 tiles.
-            unsafe {
-                amx::product_2x2([group(0).as_ptr(), group(1).as_ptr()], [x_at(0), x_at(1)], slices, c.as_mut_ptr())
-            };
-            // SAFETY: the caller's contract.
-            unsafe { write(&c, h0, (m, n), cols.clone(), out) };
-        }
+        let b = [w.as_ptr(), w[slices * TILE_VALUES..].as_ptr()];
+        amx::with_tiles(|| {
+            for g0 in (0..groups).step_by(2) {
+                let a = [xp[g0 * slices * TILE_VALUES..].as_ptr(), xp[(g0 + 1) * slices * TILE_VALUES..].as_ptr()];
+                let i0 = g0 * TILE_ROWS;
+                // SAFETY: inside with_tiles; each operand holds `slices` tiles (the lengths asserted
+                // above, pack_w's size, groups even); the caller's contract for dst.
+                unsafe {
+                    match i0 + 2 * TILE_ROWS <= m && cols.len() == 2 * TILE_ROWS {
+                        true => {
+                            let c = std::array::from_fn(|t| {
+                                out.block_ptr(i0 + t / 2 * TILE_ROWS, cols.start + t % 2 * TILE_ROWS, n)
+                            });
+                            amx::product_2x2(a, b, slices, c, 4 * n);
+                        }
+                        false => edge(a, b, slices, (i0, m, n), cols.clone(), out),
+                    }
+                }
+            }
+        });
     });
 }
 
-/// The task's rows as two groups of weight tiles (zeros past the rows and past k).
+/// A 2 × 2 block that runs past m or past the task's columns: through a buffer, then its valid
+/// part into dst.
+///
+/// # Safety
+/// As `tile`, with `a`, `b` as `product_2x2` needs them.
+unsafe fn edge(
+    a: [*const u16; 2],
+    b: [*const u16; 2],
+    slices: usize,
+    (i0, m, n): (usize, usize, usize),
+    cols: std::ops::Range<usize>,
+    out: &Columns,
+) {
+    let mut c = [0.0f32; 4 * TILE_ROWS * TILE_ROWS];
+    let at = std::array::from_fn(|t| c[t * TILE_ROWS * TILE_ROWS..].as_mut_ptr());
+    // SAFETY: the caller's contract; c holds four 16 × 16 tiles, rows 64 bytes apart.
+    unsafe { amx::product_2x2(a, b, slices, at, 4 * TILE_ROWS) };
+    for t in 0..4 {
+        let (i, j0) = (i0 + t / 2 * TILE_ROWS, cols.start + t % 2 * TILE_ROWS);
+        let len = TILE_ROWS.min(cols.end.saturating_sub(j0));
+        if len == 0 {
+            continue;
+        }
+        for r in 0..TILE_ROWS.min(m.saturating_sub(i)) {
+            let run = &c[(t * TILE_ROWS + r) * TILE_ROWS..][..len];
+            // SAFETY: columns j0..j0 + len belong to this task (the caller's contract).
+            unsafe { out.write_run((i + r) * n + j0, run) };
+        }
+    }
+}
+
+/// The task's rows as two groups of weight tiles, pair-interleaved (zeros past the rows and
+/// past k): in tile (group h, slice s), pair p of column c is values 2p, 2p + 1 of row 16h + c.
 ///
 /// # Safety
 /// The CPU has AVX-512 F and BF16.
@@ -128,37 +155,15 @@ pub unsafe fn tile(
 unsafe fn pack_w(w_rows: &[&[f32]], slices: usize, w: &mut Vec<u16>) {
     w.clear();
     w.resize(2 * slices * TILE_VALUES, 0);
+    let mut v = [0u16; TILE_K];
     for (j, row) in w_rows.iter().enumerate() {
-        let (g, r) = (j / TILE_ROWS, j % TILE_ROWS);
+        let (h, c) = (j / TILE_ROWS, j % TILE_ROWS);
         for s in 0..slices {
-            let at = (g * slices + s) * TILE_VALUES + r * TILE_K;
             // SAFETY: the features (this function's contract).
-            w[at..at + TILE_K].copy_from_slice(&unsafe { slice_bf16(row, s) });
-        }
-    }
-}
-
-/// The 2 × 2 block's products (c[g][h][weight row][activation row]) into dst, per activation row.
-///
-/// # Safety
-/// As `tile`.
-unsafe fn write(c: &[f32], h0: usize, (m, n): (usize, usize), cols: std::ops::Range<usize>, out: &Columns) {
-    for h in 0..2 {
-        for r in 0..TILE_ROWS {
-            let i = (h0 + h) * TILE_ROWS + r;
-            if i >= m {
-                return;
-            }
-            for g in 0..2 {
-                let j0 = cols.start + g * TILE_ROWS;
-                if j0 >= cols.end {
-                    break;
-                }
-                let tile = &c[(2 * g + h) * TILE_ROWS * TILE_ROWS..][..TILE_ROWS * TILE_ROWS];
-                let run: [f32; TILE_ROWS] = std::array::from_fn(|j| tile[j * TILE_ROWS + r]);
-                let len = TILE_ROWS.min(cols.end - j0);
-                // SAFETY: columns j0..j0 + len belong to this task (the caller's contract).
-                unsafe { out.write_run(i * n + j0, &run[..len]) };
+            unsafe { slice_bf16(row, s, &mut v) };
+            let tile = &mut w[(h * slices + s) * TILE_VALUES..][..TILE_VALUES];
+            for p in 0..TILE_K / 2 {
+                tile[p * 2 * TILE_ROWS + 2 * c..][..2].copy_from_slice(&v[2 * p..2 * p + 2]);
             }
         }
     }
