@@ -154,9 +154,9 @@ __device__ __forceinline__ void mma_rec_store(MmaStage<BM>& s, const MmaRec& rec
 
 // Split-K epilogue: stores this split's tile in partial; the tile's last split to finish adds all of them
 // in z order into dst (the others' stores are fenced before they are counted, read back through L2).
+// (z, splits: this block's split and the count; tile: the tile's counter in done.)
 __device__ void mma_split_store(float acc[2][4][4], float* partial, u32* done, float* dst, u32 m, u32 n, u32 m0,
-                                u32 n0, u32 wm, u32 wn, u32 g, u32 t) {
-    const u32 z = blockIdx.z, splits = gridDim.z;
+                                u32 n0, u32 wm, u32 wn, u32 g, u32 t, u32 z, u32 splits, u32 tile) {
 #pragma unroll
     for (int i = 0; i < 2; i++)
 #pragma unroll
@@ -167,7 +167,6 @@ __device__ void mma_split_store(float acc[2][4][4], float* partial, u32* done, f
                 if (rr < m && cc < n) partial[((u64)z * m + rr) * n + cc] = acc[i][j][e];
             }
     __shared__ bool s_last;
-    const u32 tile = blockIdx.y * gridDim.x + blockIdx.x;
     __threadfence();
     __syncthreads();
     if (threadIdx.x == 0) s_last = atomicAdd(&done[tile], 1u) == splits - 1;
@@ -209,18 +208,27 @@ __device__ void mma_split_store(float acc[2][4][4], float* partial, u32* done, f
             }
 }
 
+// Which output tile a block computes: tile (tx, ty) of the n × m grid, split z of `splits`; `tile` its
+// counter in done. The plain launches take it from the grid (mma_at_grid), matmul_mma_parts from its part.
+struct MmaAt {
+    u32 tx, ty, z, splits, tile;
+};
+__device__ __forceinline__ MmaAt mma_at_grid() {
+    return {blockIdx.x, blockIdx.y, blockIdx.z, gridDim.z, blockIdx.y * gridDim.x + blockIdx.x};
+}
+
 // The tile loop over k-blocks [kb0, kb0 + nb) of nb_all; SPLIT: finished by mma_split_store. 4 · BM
 // threads: warps 2 (BM 64) or 1 (BM 32) along m × 4 along n, each 32 rows × 32 columns.
 template <bool SPLIT, int BM>
 __device__ __forceinline__ void mma_tile(const u8* qs, const u8* qh, const u8* dm, const u8* xh, const float* xsum,
-                                         float* dst, float* partial, u32* done, u32 m, u32 n, u32 k) {
+                                         float* dst, float* partial, u32* done, u32 m, u32 n, u32 k, MmaAt at) {
     __shared__ MmaStage<BM> stages[MMA_STAGES];
     const u32 lane = threadIdx.x & 31, warp = threadIdx.x >> 5, g = lane >> 2, t = lane & 3;
-    const u32 m0 = blockIdx.y * BM, n0 = blockIdx.x * MMA_BN;
+    const u32 m0 = at.ty * BM, n0 = at.tx * MMA_BN;
     const u32 wm = (warp >> 2) * 32, wn = (warp & 3) * 32;
-    const u32 nb_all = k / 32, per = SPLIT ? (nb_all + gridDim.z - 1) / gridDim.z : nb_all;
+    const u32 nb_all = k / 32, per = SPLIT ? (nb_all + at.splits - 1) / at.splits : nb_all;
     // This split's k-blocks (the host leaves no split empty).
-    const u32 kb0 = SPLIT ? blockIdx.z * per : 0, nb = SPLIT ? min(per, nb_all - min(nb_all, kb0)) : nb_all;
+    const u32 kb0 = SPLIT ? at.z * per : 0, nb = SPLIT ? min(per, nb_all - min(nb_all, kb0)) : nb_all;
 #if LEVELS
     levels_init();  // read only after the main loop's first barrier
 #endif
@@ -320,7 +328,7 @@ __device__ __forceinline__ void mma_tile(const u8* qs, const u8* qh, const u8* d
     }
     cp_async_wait<0>();
     if (SPLIT) {
-        mma_split_store(acc, partial, done, dst, m, n, m0, n0, wm, wn, g, t);
+        mma_split_store(acc, partial, done, dst, m, n, m0, n0, wm, wn, g, t, at.z, at.splits, at.tile);
         return;
     }
 
@@ -341,20 +349,63 @@ __device__ __forceinline__ void mma_tile(const u8* qs, const u8* qh, const u8* d
 extern "C" __global__ void __launch_bounds__(256)
     matmul_mma(const u8* qs, const u8* qh, const u8* dm, const u8* xh, const float* xsum, float* dst, u32 m, u32 n,
                u32 k) {
-    mma_tile<false, 64>(qs, qh, dm, xh, xsum, dst, nullptr, nullptr, m, n, k);
+    mma_tile<false, 64>(qs, qh, dm, xh, xsum, dst, nullptr, nullptr, m, n, k, mma_at_grid());
 }
 
 extern "C" __global__ void __launch_bounds__(256)
     matmul_mma_split(const u8* qs, const u8* qh, const u8* dm, const u8* xh, const float* xsum, float* dst,
                      float* partial, u32* done, u32 m, u32 n, u32 k) {
-    mma_tile<true, 64>(qs, qh, dm, xh, xsum, dst, partial, done, m, n, k);
+    mma_tile<true, 64>(qs, qh, dm, xh, xsum, dst, partial, done, m, n, k, mma_at_grid());
 }
 
 // Small batches (decode of a few dozen sequences): a 32-row tile, so 32 rows leave no half of it empty.
 extern "C" __global__ void __launch_bounds__(128)
     matmul_mma_split32(const u8* qs, const u8* qh, const u8* dm, const u8* xh, const float* xsum, float* dst,
                        float* partial, u32* done, u32 m, u32 n, u32 k) {
-    mma_tile<true, 32>(qs, qh, dm, xh, xsum, dst, partial, done, m, n, k);
+    mma_tile<true, 32>(qs, qh, dm, xh, xsum, dst, partial, done, m, n, k, mma_at_grid());
+}
+
+// Up to 3 split products of one x in one launch (q, k, v; gate, up): part p is weight (qs, qh, dm)[p]
+// of n[p] rows split splits[p] ways, its blocks a run of the 1-D grid in (z, y, x) order, as its own
+// launch's grid; its partials at partial + Σ_{q<p} splits[q] · m · n[q], its counters after the earlier
+// parts' tiles. Each block computes what it would in that part's own launch: the same bits.
+struct MmaParts {
+    const u8* qs[3];
+    const u8* qh[3];
+    const u8* dm[3];
+    float* dst[3];
+    u32 n[3], splits[3];
+};
+template <int BM>
+__device__ __forceinline__ void mma_parts(const MmaParts& ps, const u8* xh, const float* xsum, float* partial,
+                                          u32* done, u32 m, u32 k) {
+    const u32 tiles_m = (m + BM - 1) / BM;
+    u32 b = blockIdx.x, tile0 = 0, p = 0;
+    u64 part0 = 0;
+#pragma unroll
+    for (u32 q = 0; q < 2; q++) {  // find this block's part: p, its first counter and partial
+        const u32 blocks = (ps.n[q] + MMA_BN - 1) / MMA_BN * tiles_m * ps.splits[q];
+        if (p == q && b >= blocks) {
+            b -= blocks;
+            tile0 += blocks / ps.splits[q];
+            part0 += (u64)ps.splits[q] * m * ps.n[q];
+            p = q + 1;
+        }
+    }
+    const u32 n = ps.n[p], splits = ps.splits[p], tiles_n = (n + MMA_BN - 1) / MMA_BN, tiles = tiles_n * tiles_m;
+    if (b >= tiles * splits) return;  // past the last part (the host's grid is exact)
+    const u32 z = b / tiles, ty = b % tiles / tiles_n, tx = b % tiles_n;
+    mma_tile<true, BM>(ps.qs[p], ps.qh[p], ps.dm[p], xh, xsum, ps.dst[p], partial + part0, done + tile0, m, n, k,
+                       {tx, ty, z, splits, ty * tiles_n + tx});
+}
+extern "C" __global__ void __launch_bounds__(256) matmul_mma_parts(const MmaParts ps, const u8* xh, const float* xsum,
+                                                                   float* partial, u32* done, u32 m, u32 k) {
+    mma_parts<64>(ps, xh, xsum, partial, done, m, k);
+}
+extern "C" __global__ void __launch_bounds__(128) matmul_mma_parts32(const MmaParts ps, const u8* xh,
+                                                                     const float* xsum, float* partial, u32* done,
+                                                                     u32 m, u32 k) {
+    mma_parts<32>(ps, xh, xsum, partial, done, m, k);
 }
 
 #endif

@@ -151,6 +151,8 @@ registry! {
         MATMUL_MMA = "matmul_mma",
         MATMUL_MMA_SPLIT = "matmul_mma_split",
         MATMUL_MMA_SPLIT32 = "matmul_mma_split32",
+        MATMUL_MMA_PARTS = "matmul_mma_parts",
+        MATMUL_MMA_PARTS32 = "matmul_mma_parts32",
     }
     Embed: ["embed.cu"] => { EMBED = "embed" }
     }
@@ -161,7 +163,14 @@ impl Module {
     /// formats (matmul_mma.cu compiles only for quantized weights; floats take matmul_tile).
     pub fn entries(self) -> Vec<&'static str> {
         let float_matmul = matches!(self, Module::Matmul(f) if !f.is_quantized());
-        let mma = [entry::MATMUL_MMA_PREP, entry::MATMUL_MMA, entry::MATMUL_MMA_SPLIT, entry::MATMUL_MMA_SPLIT32];
+        let mma = [
+            entry::MATMUL_MMA_PREP,
+            entry::MATMUL_MMA,
+            entry::MATMUL_MMA_SPLIT,
+            entry::MATMUL_MMA_SPLIT32,
+            entry::MATMUL_MMA_PARTS,
+            entry::MATMUL_MMA_PARTS32,
+        ];
         self.declared().iter().copied().filter(|e| !(float_matmul && mma.contains(e))).collect()
     }
 

@@ -10,7 +10,9 @@
 //! too, but its prefill error (NMSE 3e-3 on the reference model) failed the e2e tests
 //! (benches/notes/cuda.md, v2a).
 
-use cudarc::driver::{DevicePtr, LaunchConfig, PushKernelArg};
+use std::sync::MutexGuard;
+
+use cudarc::driver::{CudaSlice, DevicePtr, DevicePtrMut, DeviceRepr, LaunchConfig, PushKernelArg};
 
 use super::context::{Cuda, grid_1d};
 use super::driver::driver;
@@ -39,6 +41,20 @@ const MMA_MIN_SPLIT_BLOCKS: u32 = 8;
 const MMA32_MAX_M: u32 = 64;
 const MMA32_BM: u32 = 32;
 const MMA32_BLOCKS_PER_SM: u32 = 2;
+
+/// TEMPORARY (v17 sweep, removed before merge): `ULTRA_CUDA_MMA_BLOCKS=a[,b]` overrides
+/// MMA32_BLOCKS_PER_SM with a and MMA_BLOCKS_PER_SM with b (default a). Read once.
+fn blocks_per_sm() -> (u32, u32) {
+    static TUNE: std::sync::OnceLock<(u32, u32)> = std::sync::OnceLock::new();
+    *TUNE.get_or_init(|| {
+        let Ok(v) = std::env::var("ULTRA_CUDA_MMA_BLOCKS") else { return (MMA32_BLOCKS_PER_SM, MMA_BLOCKS_PER_SM) };
+        let mut it = v.split(',').map(|s| s.trim().parse::<u32>().expect("ULTRA_CUDA_MMA_BLOCKS: a[,b]").max(1));
+        let a = it.next().unwrap_or(MMA32_BLOCKS_PER_SM);
+        let t = (a, it.next().unwrap_or(a));
+        eprintln!("ULTRA_CUDA_MMA_BLOCKS: split32 {} / split {} blocks per SM", t.0, t.1);
+        t
+    })
+}
 
 /// Profile row of one call: path, format, shape; bytes = the weight, read once.
 pub fn label(x: &Tensor<Cuda>, w: &Weight<Cuda>) -> (String, u64) {
@@ -85,9 +101,13 @@ pub fn matmul(cuda: &Cuda, x: &Tensor<Cuda>, w: &Weight<Cuda>, dst: &mut Tensor<
 
 /// Several matmuls of one x. For m ≤ 8 (decode) x is quantized once for all of them and each run
 /// of up to three consecutive weights of one format is one GEMV launch (q, k, v; gate, up); larger
-/// m runs one matmul each.
+/// m: one split tensor-core launch for all of them where [`matmul_mma_parts`] takes them, else one
+/// matmul each.
 pub fn matmuls(cuda: &Cuda, x: &Tensor<Cuda>, parts: &mut [Part]) -> Result<()> {
     if x.rows > VEC_MAX_M {
+        if matmul_mma_parts(cuda, x, parts)? {
+            return Ok(());
+        }
         return parts.iter_mut().try_for_each(|(w, dst)| matmul(cuda, x, w, dst));
     }
     for (w, dst) in parts.iter() {
@@ -208,24 +228,34 @@ fn gemv(cuda: &Cuda, x: &Tensor<Cuda>, parts: &mut [Part], (xq, xds): (u64, u64)
     Ok(())
 }
 
-/// m > 8 with quantized weights: f16 tensor cores (`cuda/matmul_mma.cu`) on x rounded to f16.
-fn matmul_mma(cuda: &Cuda, x: &Tensor<Cuda>, w: &Weight<Cuda>, dst: &mut Tensor<Cuda>) -> Result<()> {
-    let (m, n, k) = (x.rows as u32, w.rows as u32, w.cols as u32);
-    let module = Module::Matmul(w.format);
-    // Scratch: xh f16 [m][k], then xsum f32 [m][k/32] 16-byte aligned (Q2_K: a sum per 16 values,
-    // its mins being per 16; matmul_q2_k.cu's XSUM_HALVES).
+/// Queues matmul_mma_prep of x for weights of `format` into q8_scratch: xh f16 [m][k], then xsum f32
+/// [m][k/32] from the returned offset, 16-byte aligned (Q2_K: a sum per 16 values, its mins being per
+/// 16; matmul_q2_k.cu's XSUM_HALVES).
+fn mma_prep<'a>(cuda: &'a Cuda, x: &Tensor<Cuda>, format: Format) -> Result<(ScratchGuard<'a>, usize)> {
     let total = x.len() as u64;
     let xsum_at = (x.len() * 2).next_multiple_of(16);
-    let sum_span = if w.format == Format::Q2_K { 16 } else { Q8_BLOCK };
+    let sum_span = if format == Format::Q2_K { 16 } else { Q8_BLOCK };
     let mut guard = cuda.scratch(&cuda.q8_scratch, xsum_at + x.len() / sum_span * 4)?;
     let scratch = guard.as_mut().expect("scratch allocated");
     let (mut xh, mut xsum) = scratch.split_at_mut(xsum_at);
-    let prep = cuda.function(module, entry::MATMUL_MMA_PREP)?;
+    let prep = cuda.function(Module::Matmul(format), entry::MATMUL_MMA_PREP)?;
     let mut l = cuda.stream.launch_builder(&prep);
     l.arg(&x.buf.dev).arg(&mut xh).arg(&mut xsum).arg(&total);
     // SAFETY: arguments match matmul_mma_prep in cuda/matmul_mma.cu; x holds total floats, xh
     // total halves, xsum total / sum_span floats (k is a multiple of 32 for quantized formats).
     unsafe { l.launch(grid_1d(total, 256)?) }.map_err(driver)?;
+    Ok((guard, xsum_at))
+}
+
+type ScratchGuard<'a> = MutexGuard<'a, Option<CudaSlice<u8>>>;
+
+/// m > 8 with quantized weights: f16 tensor cores (`cuda/matmul_mma.cu`) on x rounded to f16.
+fn matmul_mma(cuda: &Cuda, x: &Tensor<Cuda>, w: &Weight<Cuda>, dst: &mut Tensor<Cuda>) -> Result<()> {
+    let (m, n, k) = (x.rows as u32, w.rows as u32, w.cols as u32);
+    let module = Module::Matmul(w.format);
+    let (mut guard, xsum_at) = mma_prep(cuda, x, w.format)?;
+    let scratch = guard.as_mut().expect("scratch allocated");
+    let (mut xh, mut xsum) = scratch.split_at_mut(xsum_at);
     let (name, bm, (tiles_n, tiles_m, splits)) = mma_plan(cuda.sm_count, m, n, k);
     let (grid_dim, block_dim) = ((tiles_n, tiles_m, splits), (4 * bm, 1, 1));
     let cfg = LaunchConfig { grid_dim, block_dim, shared_mem_bytes: 0 };
@@ -256,6 +286,92 @@ fn matmul_mma(cuda: &Cuda, x: &Tensor<Cuda>, w: &Weight<Cuda>, dst: &mut Tensor<
     Ok(())
 }
 
+/// The weights of one `matmul_mma_parts` launch, laid out as cuda/matmul_mma.cu's `MmaParts`: device
+/// addresses of each part's quants, high bits, scales and output, its rows and its splits of k.
+#[repr(C)]
+struct MmaParts {
+    qs: [u64; 3],
+    qh: [u64; 3],
+    dm: [u64; 3],
+    dst: [u64; 3],
+    n: [u32; 3],
+    splits: [u32; 3],
+}
+
+// SAFETY: plain data in C layout (12 u64 then 6 u32, no padding), as the kernel's by-value struct.
+unsafe impl DeviceRepr for MmaParts {}
+
+/// m > 8, 2 or 3 weights of one quantized format whose own launches would all be split with the same
+/// tile (q, k, v; gate, up in batched decode): one prep and one `matmul_mma_parts` launch, each part's
+/// blocks those of its own launch (the same bits as one matmul each, with the launches and the
+/// under-filled waves of the small ones saved). False, with nothing queued, when they do not qualify.
+fn matmul_mma_parts(cuda: &Cuda, x: &Tensor<Cuda>, parts: &mut [Part]) -> Result<bool> {
+    let Some(format) = parts.first().map(|(w, _)| w.format) else { return Ok(false) };
+    if !parts_enabled() || !(2..=3).contains(&parts.len()) || !format.is_quantized() {
+        return Ok(false);
+    }
+    for (w, dst) in parts.iter() {
+        if w.format != format || !check(x, w, dst)? {
+            return Ok(false);
+        }
+    }
+    let (m, k) = (x.rows as u32, x.cols as u32);
+    let plans: Vec<_> = parts.iter().map(|(w, _)| mma_plan(cuda.sm_count, m, w.rows as u32, k)).collect();
+    let (first, bm, _) = plans[0];
+    if first == entry::MATMUL_MMA || plans.iter().any(|(name, _, _)| *name != first) {
+        return Ok(false);
+    }
+    let name = if bm == MMA32_BM { entry::MATMUL_MMA_PARTS32 } else { entry::MATMUL_MMA_PARTS };
+    let (blocks, tiles, floats) = plans.iter().zip(parts.iter()).fold((0u32, 0u32, 0usize), |(b, t, f), (p, (w, _))| {
+        let (tiles_n, tiles_m, splits) = p.2;
+        (b + tiles_n * tiles_m * splits, t + tiles_n * tiles_m, f + splits as usize * x.rows * w.rows)
+    });
+    let (mut guard, xsum_at) = mma_prep(cuda, x, format)?;
+    let scratch = guard.as_mut().expect("scratch allocated");
+    let (mut xh, mut xsum) = scratch.split_at_mut(xsum_at);
+    let mut partial = cuda.scratch(&cuda.mma_scratch, floats * 4)?;
+    let partial = partial.as_mut().expect("scratch allocated");
+    // Tile counters: zeroed when allocated, left zero by every launch (each tile's last split resets its own).
+    let mut counters = cuda.scratch(&cuda.mma_counters, tiles as usize * 4)?;
+    let done = counters.as_mut().expect("scratch allocated");
+    let addr = |s: &CudaSlice<u8>| s.device_ptr(&cuda.stream).0;
+    let mut ps = MmaParts { qs: [0; 3], qh: [0; 3], dm: [0; 3], dst: [0; 3], n: [0; 3], splits: [1; 3] };
+    for i in 0..3 {
+        // An unused third part: no rows, so no block reads its (the first part's) pointers.
+        let (w, used) = match parts.get(i) {
+            Some((w, _)) => (*w, true),
+            None => (parts[0].0, false),
+        };
+        let [qs, qh, dm] = w.storage.qs_qh_dm();
+        (ps.qs[i], ps.qh[i], ps.dm[i]) = (addr(qs), addr(qh), addr(dm));
+        if used {
+            ps.n[i] = w.rows as u32;
+            ps.splits[i] = plans[i].2.2;
+        }
+    }
+    for (i, (_, dst)) in parts.iter_mut().enumerate() {
+        ps.dst[i] = dst.buf.dev.device_ptr_mut(&cuda.stream).0;
+    }
+    let first_dst = ps.dst[0];
+    ps.dst[parts.len()..].fill(first_dst);
+    let cfg = LaunchConfig { grid_dim: (blocks, 1, 1), block_dim: (4 * bm, 1, 1), shared_mem_bytes: 0 };
+    let f = cuda.function(Module::Matmul(format), name)?;
+    let mut l = cuda.stream.launch_builder(&f);
+    l.arg(&ps).arg(&mut xh).arg(&mut xsum).arg(&mut *partial).arg(&mut *done).arg(&m).arg(&k);
+    // SAFETY: arguments match matmul_mma_parts(32) in cuda/matmul_mma.cu; each used part's weight arrays
+    // and dst as matmul_mma's (checked by `check`, the parts' plans as their own launches'); partial holds
+    // Σ splits · m · n floats and done Σ tiles u32 in part order; blocks is the sum of the parts' grids.
+    // The buffers behind the addresses in ps (weights, dsts) outlive the queued launch (held by the caller).
+    unsafe { l.launch(cfg) }.map_err(driver)?;
+    Ok(true)
+}
+
+/// TEMPORARY (v17 measurement, removed before merge): `ULTRA_CUDA_MMA_PARTS=0` turns matmul_mma_parts off.
+fn parts_enabled() -> bool {
+    static ON: std::sync::OnceLock<bool> = std::sync::OnceLock::new();
+    *ON.get_or_init(|| std::env::var("ULTRA_CUDA_MMA_PARTS").map_or(true, |v| v != "0"))
+}
+
 /// matmul_mma's launch for an m × n × k product: (entry, tile rows, (tiles along n, along m, splits of
 /// k)). Batches up to MMA32_MAX_M rows that split k take the 32-row tile; m ≤ MMA_SPLIT_MAX_M otherwise
 /// the 64-row one split, larger m (prefill) the unsplit kernel. The shape and the device only.
@@ -266,13 +382,14 @@ fn mma_plan(sm_count: u32, m: u32, n: u32, k: u32) -> (&'static str, u32, (u32, 
         let split = m <= MMA_SPLIT_MAX_M;
         (tiles_n, tiles_m, if split { mma_splits(sm_count * per_sm, tiles_n * tiles_m, nb) } else { 1 })
     };
+    let (per_sm32, per_sm) = blocks_per_sm();
     if m <= MMA32_MAX_M {
-        let g = grid(MMA32_BM, MMA32_BLOCKS_PER_SM);
+        let g = grid(MMA32_BM, per_sm32);
         if g.2 > 1 {
             return (entry::MATMUL_MMA_SPLIT32, MMA32_BM, g);
         }
     }
-    let g = grid(MMA_BM, MMA_BLOCKS_PER_SM);
+    let g = grid(MMA_BM, per_sm);
     (if g.2 > 1 { entry::MATMUL_MMA_SPLIT } else { entry::MATMUL_MMA }, MMA_BM, g)
 }
 
