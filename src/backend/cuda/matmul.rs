@@ -338,15 +338,15 @@ fn matmul_mma_parts(cuda: &Cuda, x: &Tensor<Cuda>, parts: &mut [Part]) -> Result
     let mut ps = MmaParts { qs: [0; 3], qh: [0; 3], dm: [0; 3], dst: [0; 3], n: [0; 3], splits: [1; 3] };
     for i in 0..3 {
         // An unused third part: no rows, so no block reads its (the first part's) pointers.
-        let (w, used) = match parts.get(i) {
-            Some((w, _)) => (*w, true),
-            None => (parts[0].0, false),
+        let (w, splits) = match (parts.get(i), plans.get(i)) {
+            (Some((w, _)), Some(plan)) => (*w, Some(plan.2.2)),
+            _ => (parts[0].0, None),
         };
         let [qs, qh, dm] = w.storage.qs_qh_dm();
         (ps.qs[i], ps.qh[i], ps.dm[i]) = (addr(qs), addr(qh), addr(dm));
-        if used {
+        if let Some(splits) = splits {
             ps.n[i] = w.rows as u32;
-            ps.splits[i] = plans[i].2.2;
+            ps.splits[i] = splits;
         }
     }
     for (i, (_, dst)) in parts.iter_mut().enumerate() {
