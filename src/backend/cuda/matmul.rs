@@ -42,20 +42,6 @@ const MMA32_MAX_M: u32 = 64;
 const MMA32_BM: u32 = 32;
 const MMA32_BLOCKS_PER_SM: u32 = 2;
 
-/// TEMPORARY (v17 sweep, removed before merge): `ULTRA_CUDA_MMA_BLOCKS=a[,b]` overrides
-/// MMA32_BLOCKS_PER_SM with a and MMA_BLOCKS_PER_SM with b (default a). Read once.
-fn blocks_per_sm() -> (u32, u32) {
-    static TUNE: std::sync::OnceLock<(u32, u32)> = std::sync::OnceLock::new();
-    *TUNE.get_or_init(|| {
-        let Ok(v) = std::env::var("ULTRA_CUDA_MMA_BLOCKS") else { return (MMA32_BLOCKS_PER_SM, MMA_BLOCKS_PER_SM) };
-        let mut it = v.split(',').map(|s| s.trim().parse::<u32>().expect("ULTRA_CUDA_MMA_BLOCKS: a[,b]").max(1));
-        let a = it.next().unwrap_or(MMA32_BLOCKS_PER_SM);
-        let t = (a, it.next().unwrap_or(a));
-        eprintln!("ULTRA_CUDA_MMA_BLOCKS: split32 {} / split {} blocks per SM", t.0, t.1);
-        t
-    })
-}
-
 /// Profile row of one call: path, format, shape; bytes = the weight, read once.
 pub fn label(x: &Tensor<Cuda>, w: &Weight<Cuda>) -> (String, u64) {
     let path = if x.rows <= VEC_MAX_M {
@@ -307,7 +293,7 @@ unsafe impl DeviceRepr for MmaParts {}
 /// under-filled waves of the small ones saved). False, with nothing queued, when they do not qualify.
 fn matmul_mma_parts(cuda: &Cuda, x: &Tensor<Cuda>, parts: &mut [Part]) -> Result<bool> {
     let Some(format) = parts.first().map(|(w, _)| w.format) else { return Ok(false) };
-    if !parts_enabled() || !(2..=3).contains(&parts.len()) || !format.is_quantized() {
+    if !(2..=3).contains(&parts.len()) || !format.is_quantized() {
         return Ok(false);
     }
     for (w, dst) in parts.iter() {
@@ -322,10 +308,11 @@ fn matmul_mma_parts(cuda: &Cuda, x: &Tensor<Cuda>, parts: &mut [Part]) -> Result
         return Ok(false);
     }
     let name = if bm == MMA32_BM { entry::MATMUL_MMA_PARTS32 } else { entry::MATMUL_MMA_PARTS };
-    let (blocks, tiles, floats) = plans.iter().zip(parts.iter()).fold((0u32, 0u32, 0usize), |(b, t, f), (p, (w, _))| {
-        let (tiles_n, tiles_m, splits) = p.2;
-        (b + tiles_n * tiles_m * splits, t + tiles_n * tiles_m, f + splits as usize * x.rows * w.rows)
-    });
+    let (blocks, tiles, floats) =
+        plans.iter().zip(parts.iter()).fold((0u32, 0u32, 0usize), |(b, t, f), (p, (w, _))| {
+            let (tiles_n, tiles_m, splits) = p.2;
+            (b + tiles_n * tiles_m * splits, t + tiles_n * tiles_m, f + splits as usize * x.rows * w.rows)
+        });
     let (mut guard, xsum_at) = mma_prep(cuda, x, format)?;
     let scratch = guard.as_mut().expect("scratch allocated");
     let (mut xh, mut xsum) = scratch.split_at_mut(xsum_at);
@@ -366,12 +353,6 @@ fn matmul_mma_parts(cuda: &Cuda, x: &Tensor<Cuda>, parts: &mut [Part]) -> Result
     Ok(true)
 }
 
-/// TEMPORARY (v17 measurement, removed before merge): `ULTRA_CUDA_MMA_PARTS=0` turns matmul_mma_parts off.
-fn parts_enabled() -> bool {
-    static ON: std::sync::OnceLock<bool> = std::sync::OnceLock::new();
-    *ON.get_or_init(|| std::env::var("ULTRA_CUDA_MMA_PARTS").map_or(true, |v| v != "0"))
-}
-
 /// matmul_mma's launch for an m × n × k product: (entry, tile rows, (tiles along n, along m, splits of
 /// k)). Batches up to MMA32_MAX_M rows that split k take the 32-row tile; m ≤ MMA_SPLIT_MAX_M otherwise
 /// the 64-row one split, larger m (prefill) the unsplit kernel. The shape and the device only.
@@ -382,14 +363,13 @@ fn mma_plan(sm_count: u32, m: u32, n: u32, k: u32) -> (&'static str, u32, (u32, 
         let split = m <= MMA_SPLIT_MAX_M;
         (tiles_n, tiles_m, if split { mma_splits(sm_count * per_sm, tiles_n * tiles_m, nb) } else { 1 })
     };
-    let (per_sm32, per_sm) = blocks_per_sm();
     if m <= MMA32_MAX_M {
-        let g = grid(MMA32_BM, per_sm32);
+        let g = grid(MMA32_BM, MMA32_BLOCKS_PER_SM);
         if g.2 > 1 {
             return (entry::MATMUL_MMA_SPLIT32, MMA32_BM, g);
         }
     }
-    let g = grid(MMA_BM, per_sm);
+    let g = grid(MMA_BM, MMA_BLOCKS_PER_SM);
     (if g.2 > 1 { entry::MATMUL_MMA_SPLIT } else { entry::MATMUL_MMA }, MMA_BM, g)
 }
 
