@@ -122,7 +122,8 @@ op_suite!(cpu: ultra::Cpu => Some(ultra::Cpu::exact()), invariance: same, matmul
 // elsewhere and for formats it lacks), so invariant over 16 rows; the m > 16 matmul rows check it.
 op_suite!(cpu_int8: ultra::Cpu => Some(ultra::Cpu::with_activations(ultra::backend::cpu::Activations::Int8)), invariance: same, matmul_rows: 16, attn_tokens: usize::MAX);
 // The AMX path where the CPU has it (skipped loudly elsewhere; ULTRA_REQUIRE_AMX=1 fails
-// instead): the int8 kernels up to 16 rows, bf16 tiles above, so invariant over 16 rows.
+// instead): the int8 kernels up to 16 rows, the panel GEMM to 63, bf16 tiles from 64, so
+// invariant over 16 rows.
 op_suite!(cpu_amx: ultra::Cpu => crate::harness::or_skip("AMX", "ULTRA_REQUIRE_AMX", ultra::Cpu::amx()), invariance: same, matmul_rows: 16, attn_tokens: usize::MAX);
 // wgpu keeps batch invariance only with Options::batch_invariant (ULTRA_WGPU_BATCH_INVARIANT=1):
 // 70 rows cover the m ≥ 32 range that otherwise runs the tiled matmul.

@@ -49,6 +49,12 @@ const FUSED_MAX_M: usize = 4;
 /// unpacking inlined, a B = 32 decode batch runs 864 tok/s on them against 666 on the f32 tile.)
 pub(super) const INT8_MAX_M: usize = 16;
 
+/// With AMX activations, the fewest rows that take the bf16 tiles (matmul_bf16.rs); between
+/// `INT8_MAX_M` and this the int8 panel GEMM runs. Packing a task's weights into bf16 tiles
+/// costs as much at 17 rows as at 64, and below ~48–64 rows that fixed cost made the tiles
+/// slower than the panels at SmolLM2's shapes (benches/notes/cpu.md).
+pub(super) const AMX_MIN_M: usize = 64;
+
 /// 16 floats on a 64-byte boundary: scratch rows start on cache lines, so no SIMD load splits one.
 #[derive(Clone, Copy, bytemuck::Pod, bytemuck::Zeroable)]
 #[repr(C, align(64))]
@@ -97,7 +103,7 @@ fn matmul_sharing(
     }
     let out = Columns::new(dst);
     #[cfg(all(target_arch = "x86_64", target_os = "linux"))]
-    if activations == Activations::Amx && m > INT8_MAX_M && storage.format().is_quantized() && *amx::AVAILABLE {
+    if activations == Activations::Amx && m >= AMX_MIN_M && storage.format().is_quantized() && *amx::AVAILABLE {
         let xp = matmul_bf16::pack_x(x, m, k);
         (0..n.div_ceil(TILE_N)).into_par_iter().for_each(|tile| {
             let (n0, n1) = (tile * TILE_N, ((tile + 1) * TILE_N).min(n));

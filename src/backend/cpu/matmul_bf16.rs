@@ -1,4 +1,4 @@
-//! The AMX path of matmul (int8 activations mode, more than `INT8_MAX_M` rows, on CPUs with AMX):
+//! The AMX path of matmul (AMX activations mode, at least `AMX_MIN_M` rows, on CPUs with AMX):
 //! x and each task's dequantized weight rows rounded to bf16 and multiplied on the tile unit with
 //! f32 accumulators over the whole of k.
 //!

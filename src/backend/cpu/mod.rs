@@ -44,7 +44,7 @@ pub enum Activations {
     /// x quantized per block of 32 to two int8 planes, met by integer dot products (q8/mod.rs):
     /// ~2× faster decode, logits within NMSE 1e-5 of the f32 path (tests/model/tolerances.rs).
     Int8,
-    /// `Int8` up to `INT8_MAX_M` rows; above (prefill), x and the dequantized weights rounded to
+    /// `Int8` below `AMX_MIN_M` (64) rows; from there (prefill), x and the dequantized weights rounded to
     /// bf16 and multiplied on AMX tiles with f32 accumulators (matmul_bf16.rs): bf16's 8-bit
     /// significand gives llama.cpp-like logits (NMSE ~2e-4 against f32, perplexity within 0.1%)
     /// for ~1.5× prefill. Where the CPU or OS lacks AMX (or `ULTRA_CPU_DISABLE=amx`) it is `Int8`.
