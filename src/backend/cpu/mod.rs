@@ -46,15 +46,17 @@ pub enum Activations {
     Int8,
     /// `Int8` below `AMX_MIN_M` (64) rows; from there (prefill), x and the dequantized weights rounded to
     /// bf16 and multiplied on AMX tiles with f32 accumulators (matmul_bf16.rs): bf16's 8-bit
-    /// significand gives llama.cpp-like logits (NMSE ~2e-4 against f32, perplexity within 0.1%)
-    /// for ~1.5× prefill. Where the CPU or OS lacks AMX (or `ULTRA_CPU_DISABLE=amx`) it is `Int8`.
+    /// significand gives llama.cpp-like logits (NMSE ~1e-3 against f32, perplexity within 0.1%)
+    /// for ~1.5× prefill. Opt-in. Where the CPU or OS lacks AMX (or `ULTRA_CPU_DISABLE=amx`) it
+    /// is `Int8`.
     Amx,
 }
 
 impl Activations {
-    /// `ULTRA_CPU_ACTIVATIONS` (`amx`, `int8` or `f32`) if set, else amx where this process may
-    /// use AMX tiles, int8 where this CPU has its kernels (AVX-512 VNNI, or AVX2) and f32
-    /// elsewhere (the portable int8 code is exact but slow).
+    /// `ULTRA_CPU_ACTIVATIONS` (`amx`, `int8` or `f32`) if set, else int8 where this CPU has its
+    /// kernels (AVX-512 VNNI, or AVX2) and f32 elsewhere (the portable int8 code is exact but
+    /// slow). amx is opt-in: batches of 64+ sequences would take its looser tiles, so a loaded
+    /// server's greedy text would part from a lone request's (README: CPU activations).
     pub fn from_env() -> Result<Activations> {
         match std::env::var("ULTRA_CPU_ACTIVATIONS").ok().as_deref().map(str::trim) {
             None | Some("") => Ok(Activations::for_this_cpu()),
@@ -62,13 +64,9 @@ impl Activations {
         }
     }
 
-    /// amx where this process has AMX tiles, int8 where this CPU has its kernels, else f32.
+    /// int8 where this CPU has its kernels, else f32.
     fn for_this_cpu() -> Activations {
-        match (amx_runs(), q8::fast()) {
-            (true, _) => Activations::Amx,
-            (false, true) => Activations::Int8,
-            (false, false) => Activations::F32,
-        }
+        if q8::fast() { Activations::Int8 } else { Activations::F32 }
     }
 }
 
