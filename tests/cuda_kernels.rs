@@ -29,21 +29,36 @@ fn every_cuda_kernel_compiles_for_sm_90() {
         let _ = std::io::Write::write_all(&mut std::io::stderr(), format!("{msg}\n").as_bytes()); // past the test harness's capture: a skip must be seen
         return;
     }
-    let mut failures = Vec::new();
-    for module in Module::all() {
-        match module.compile("sm_90") {
-            Ok(ptx) => {
-                let text = ptx.to_src();
-                for entry in module.entries() {
-                    if !text.contains(&format!(".entry {entry}(")) {
-                        failures.push(format!("{}: no entry point {entry}", module.name()));
+    // NVRTC compiles independent programs concurrently: one thread per core takes the next module.
+    let modules = Module::all();
+    let next = std::sync::atomic::AtomicUsize::new(0);
+    let threads = std::thread::available_parallelism().map_or(1, |n| n.get()).min(modules.len()).max(1);
+    let failures: Vec<String> = std::thread::scope(|scope| {
+        let workers: Vec<_> = (0..threads)
+            .map(|_| {
+                let (modules, next) = (&modules, &next);
+                scope.spawn(move || {
+                    let mut failures = Vec::new();
+                    while let Some(module) = modules.get(next.fetch_add(1, std::sync::atomic::Ordering::Relaxed)) {
+                        match module.compile("sm_90") {
+                            Ok(ptx) => {
+                                let text = ptx.to_src();
+                                for entry in module.entries() {
+                                    if !text.contains(&format!(".entry {entry}(")) {
+                                        failures.push(format!("{}: no entry point {entry}", module.name()));
+                                    }
+                                }
+                                eprintln!("compiled {}", module.name());
+                            }
+                            Err(e) => failures.push(e.to_string()),
+                        }
                     }
-                }
-                eprintln!("compiled {}", module.name());
-            }
-            Err(e) => failures.push(e.to_string()),
-        }
-    }
+                    failures
+                })
+            })
+            .collect();
+        workers.into_iter().flat_map(|w| w.join().expect("compile thread")).collect()
+    });
     assert!(failures.is_empty(), "{} modules failed:\n{}", failures.len(), failures.join("\n"));
 }
 

@@ -28,6 +28,7 @@
 
 mod dequant;
 mod quantize;
+mod round;
 mod weighted;
 
 pub use dequant::dequantize_block_row;

@@ -26,6 +26,7 @@
 
 use half::f16;
 
+use super::round::round;
 use super::{HEADER_BYTES, Intn, NF4, Scheme, weighted};
 
 /// Midpoints between neighbouring NF4 levels, in f32.
@@ -155,7 +156,7 @@ pub fn code_under_header(f: Intn, header: &[u8], i: usize, x: f32) -> (u8, f32) 
             }
             let n = ((1u32 << f.scheme.bits()) - 1) as f32;
             let z = header[2];
-            let q = ((x / d).round() + z as f32).clamp(0.0, n) as u8;
+            let q = (round(x / d) + z as f32).clamp(0.0, n) as u8;
             (q, d * (q as i32 - z as i32) as f32)
         }
         Scheme::Nf4 | Scheme::Nf4Dq => {
@@ -192,18 +193,18 @@ fn int_group(x: &[f32], bits: usize, header: &mut [u8], q: &mut [u8]) {
     };
     let mut levels = vec![0u8; x.len()];
     let d0 = scale_f16((hi - lo) / n);
-    consider(d0, (-lo / d0.to_f32()).round().clamp(0.0, n), &mut levels);
+    consider(d0, round(-lo / d0.to_f32()).clamp(0.0, n), &mut levels);
     if hi > lo {
         for step in 0..=20 {
             let iscale = (n - 1.0 + 0.1 * step as f32) / (hi - lo);
             for (l, &v) in levels.iter_mut().zip(x) {
-                *l = ((v - lo) * iscale).round().clamp(0.0, n) as u8;
+                *l = round((v - lo) * iscale).clamp(0.0, n) as u8;
             }
             let Some((a, b)) = fit_line(x, &w, &levels) else { continue };
             if a <= 0.0 {
                 continue;
             }
-            let z = (-b / a).round().clamp(0.0, n);
+            let z = round(-b / a).clamp(0.0, n);
             for _ in 0..2 {
                 let Some(d) = fit_scale(x, &w, &levels, z) else { break };
                 let d = scale_f16(d);
@@ -223,25 +224,64 @@ fn int_group(x: &[f32], bits: usize, header: &mut [u8], q: &mut [u8]) {
     header.copy_from_slice(&[d.to_le_bytes()[0], d.to_le_bytes()[1], z as u8, 0]);
 }
 
+/// Independent partial sums per loop below: one running sum is a chain of dependent adds (4
+/// cycles each), which bounded `ultra quantize`'s search; lanes are added in a fixed order, so
+/// results stay deterministic.
+const LANES: usize = 8;
+
+/// Σ f(q, x, w) over a group's values in `LANES` interleaved partial sums (lane = index mod
+/// LANES, fixed-size chunks so that the compiler vectorizes them), added in lane order.
+#[inline(always)]
+fn lane_sum<const S: usize>(q: &[u8], x: &[f32], w: &[f32], f: impl Fn(f64, f64, f64) -> [f64; S]) -> [f64; S] {
+    let mut acc = [[0.0f64; LANES]; S];
+    let mut chunks = q.chunks_exact(LANES).zip(x.chunks_exact(LANES).zip(w.chunks_exact(LANES)));
+    for (q, (x, w)) in &mut chunks {
+        let (q, x, w): (&[u8; LANES], &[f32; LANES], &[f32; LANES]) =
+            (q.try_into().unwrap(), x.try_into().unwrap(), w.try_into().unwrap());
+        for j in 0..LANES {
+            let t = f(q[j] as f64, x[j] as f64, w[j] as f64);
+            for s in 0..S {
+                acc[s][j] += t[s];
+            }
+        }
+    }
+    let tail = q.len() / LANES * LANES;
+    for (j, ((&q, &x), &w)) in q[tail..].iter().zip(&x[tail..]).zip(&w[tail..]).enumerate() {
+        let t = f(q as f64, x as f64, w as f64);
+        for s in 0..S {
+            acc[s][j] += t[s];
+        }
+    }
+    acc.map(|a| a.iter().sum())
+}
+
 /// levels = clamp(round(x / d) + z, 0, n); returns the weighted squared error of d·(q - z).
 pub(super) fn assign(x: &[f32], w: &[f32], d: f32, z: f32, n: f32, levels: &mut [u8]) -> f32 {
-    let mut err = 0.0;
-    for ((l, &v), &w) in levels.iter_mut().zip(x).zip(w) {
-        let q = ((v / d).round() + z).clamp(0.0, n);
-        *l = q as u8;
+    let term = |v: f32, w: f32, l: &mut u8| {
+        let q = (round(v / d) + z).clamp(0.0, n);
+        *l = q as i32 as u8;
         let e = d * (q - z) - v;
-        err += w * e * e;
+        w * e * e
+    };
+    let mut acc = [0.0f32; LANES];
+    let mut chunks = levels.chunks_exact_mut(LANES).zip(x.chunks_exact(LANES).zip(w.chunks_exact(LANES)));
+    for (l, (x, w)) in &mut chunks {
+        let (l, x, w): (&mut [u8; LANES], &[f32; LANES], &[f32; LANES]) =
+            (l.try_into().unwrap(), x.try_into().unwrap(), w.try_into().unwrap());
+        for j in 0..LANES {
+            acc[j] += term(x[j], w[j], &mut l[j]);
+        }
     }
-    err
+    let tail = levels.len() / LANES * LANES;
+    for (j, ((l, &v), &w)) in levels[tail..].iter_mut().zip(&x[tail..]).zip(&w[tail..]).enumerate() {
+        acc[j] += term(v, w, l);
+    }
+    acc.iter().sum()
 }
 
 /// The least-squares line x ≈ a·q + b, if the levels are not all equal.
 pub(super) fn fit_line(x: &[f32], w: &[f32], q: &[u8]) -> Option<(f32, f32)> {
-    let (mut sw, mut sq, mut sx, mut sqq, mut sqx) = (0.0f64, 0.0f64, 0.0f64, 0.0f64, 0.0f64);
-    for ((&l, &v), &w) in q.iter().zip(x).zip(w) {
-        let (l, v, w) = (l as f64, v as f64, w as f64);
-        (sw, sq, sx, sqq, sqx) = (sw + w, sq + w * l, sx + w * v, sqq + w * l * l, sqx + w * l * v);
-    }
+    let [sw, sq, sx, sqq, sqx] = lane_sum(q, x, w, |l, v, w| [w, w * l, w * v, w * l * l, w * l * v]);
     let len = sw;
     let det = len * sqq - sq * sq;
     if det <= 0.0 {
@@ -253,11 +293,8 @@ pub(super) fn fit_line(x: &[f32], w: &[f32], q: &[u8]) -> Option<(f32, f32)> {
 
 /// The least-squares d of x ≈ d·(q - z), if some level differs from z.
 pub(super) fn fit_scale(x: &[f32], w: &[f32], q: &[u8], z: f32) -> Option<f32> {
-    let (mut num, mut den) = (0.0f64, 0.0f64);
-    for ((&l, &v), &w) in q.iter().zip(x).zip(w) {
-        let (t, w) = (l as f64 - z as f64, w as f64);
-        (num, den) = (num + w * v as f64 * t, den + w * t * t);
-    }
+    let z = z as f64;
+    let [num, den] = lane_sum(q, x, w, |l, v, w| [w * v * (l - z), w * (l - z) * (l - z)]);
     (den > 0.0).then(|| (num / den) as f32)
 }
 
@@ -266,7 +303,7 @@ fn code_scale(a: f32, d: f32) -> u8 {
     if d == 0.0 || a == 0.0 {
         return 0;
     }
-    (a / d).round().clamp(1.0, 255.0) as u8
+    round(a / d).clamp(1.0, 255.0) as u8
 }
 
 /// The NF4 scale of least squared error among `max |x| · (1 - i/32)`, i = 0 … 16 (module doc),

@@ -20,6 +20,7 @@
 use half::f16;
 
 use super::NF4;
+use super::round::round;
 use super::quantize::{assign, fit_line, fit_scale, nf4_code, scale_f16};
 
 /// Alternations of (levels → least-squares d, z) per INT start.
@@ -45,19 +46,19 @@ pub(super) fn int_header(x: &[f32], w: &[f32], n: f32) -> Option<(f16, f32)> {
         err
     };
     let d0 = scale_f16((hi - lo) / n);
-    consider(d0, (-lo / d0.to_f32()).round().clamp(0.0, n), &mut levels, &mut best);
+    consider(d0, round(-lo / d0.to_f32()).clamp(0.0, n), &mut levels, &mut best);
     if hi <= lo {
         return best.map(|(_, d, z)| (d, z));
     }
     for step in 0..=20 {
         let iscale = (n - 1.0 + 0.1 * step as f32) / (hi - lo);
         for (l, &v) in levels.iter_mut().zip(x) {
-            *l = ((v - lo) * iscale).round().clamp(0.0, n) as u8;
+            *l = round((v - lo) * iscale).clamp(0.0, n) as u8;
         }
         let mut last = f32::INFINITY;
         for _ in 0..ROUNDS {
             let Some((a, b)) = fit_line(x, w, &levels).filter(|&(a, _)| a > 0.0) else { break };
-            let z = (-b / a).round().clamp(0.0, n);
+            let z = round(-b / a).clamp(0.0, n);
             let Some(d) = fit_scale(x, w, &levels, z) else { break };
             let err = consider(scale_f16(d), z, &mut levels, &mut best);
             if err >= last {
@@ -159,7 +160,7 @@ mod tests {
                 let lo = x.iter().fold(0.0f32, |m, &v| m.min(v));
                 let hi = x.iter().fold(0.0f32, |m, &v| m.max(v));
                 let d = scale_f16((hi - lo) / n);
-                let z = (-lo / d.to_f32()).round().clamp(0.0, n);
+                let z = round(-lo / d.to_f32()).clamp(0.0, n);
                 let mut q = vec![0u8; x.len()];
                 assign(x, &vec![1.0; x.len()], d.to_f32(), z, n, &mut q);
                 dst[..4].copy_from_slice(&[d.to_le_bytes()[0], d.to_le_bytes()[1], z as u8, 0]);
