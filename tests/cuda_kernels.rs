@@ -3,6 +3,7 @@
 //! ULTRA_REQUIRE_NVRTC=1 (CI sets it, with NVRTC from its PyPI wheel: see .ci/run).
 #![cfg(feature = "cuda")]
 
+use rayon::prelude::*;
 use ultra::backend::cuda::kernels::{Module, nvrtc_present};
 
 /// Every file in cuda/ is joined into some module (found in the assembled sources: no list of
@@ -29,37 +30,21 @@ fn every_cuda_kernel_compiles_for_sm_90() {
         let _ = std::io::Write::write_all(&mut std::io::stderr(), format!("{msg}\n").as_bytes()); // past the test harness's capture: a skip must be seen
         return;
     }
-    // NVRTC compiles independent programs concurrently: one thread per core takes the next module.
-    let modules = Module::all();
-    let next = std::sync::atomic::AtomicUsize::new(0);
-    let threads = std::thread::available_parallelism().map_or(1, |n| n.get()).min(modules.len()).max(1);
-    let failures: Vec<String> = std::thread::scope(|scope| {
-        let workers: Vec<_> = (0..threads)
-            .map(|_| {
-                let (modules, next) = (&modules, &next);
-                scope.spawn(move || {
-                    let mut failures = Vec::new();
-                    while let Some(module) = modules.get(next.fetch_add(1, std::sync::atomic::Ordering::Relaxed)) {
-                        match module.compile("sm_90") {
-                            Ok(ptx) => {
-                                let text = ptx.to_src();
-                                for entry in module.entries() {
-                                    if !text.contains(&format!(".entry {entry}(")) {
-                                        failures.push(format!("{}: no entry point {entry}", module.name()));
-                                    }
-                                }
-                                eprintln!("compiled {}", module.name());
-                            }
-                            Err(e) => failures.push(e.to_string()),
-                        }
-                    }
-                    failures
-                })
-            })
-            .collect();
-        workers.into_iter().flat_map(|w| w.join().expect("compile thread")).collect()
-    });
+    // NVRTC compiles independent programs concurrently: rayon spreads the modules over the cores.
+    let failures: Vec<String> = Module::all().par_iter().flat_map_iter(compile_and_check).collect();
     assert!(failures.is_empty(), "{} modules failed:\n{}", failures.len(), failures.join("\n"));
+}
+
+/// One module compiled for sm_90: its errors, or each entry point the registry declares that its
+/// PTX lacks.
+fn compile_and_check(module: &Module) -> Vec<String> {
+    let ptx = match module.compile("sm_90") {
+        Ok(ptx) => ptx.to_src(),
+        Err(e) => return vec![e.to_string()],
+    };
+    eprintln!("compiled {}", module.name());
+    let missing = module.entries().into_iter().filter(|entry| !ptx.contains(&format!(".entry {entry}(")));
+    missing.map(|entry| format!("{}: no entry point {entry}", module.name())).collect()
 }
 
 /// The GEMV's integer NF4 levels (cuda/intn.cuh `NF4_HI`, `NF4_LO`) are round(NF4·32512) split

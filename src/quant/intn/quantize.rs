@@ -259,7 +259,7 @@ fn lane_sum<const S: usize>(q: &[u8], x: &[f32], w: &[f32], f: impl Fn(f64, f64,
 pub(super) fn assign(x: &[f32], w: &[f32], d: f32, z: f32, n: f32, levels: &mut [u8]) -> f32 {
     let term = |v: f32, w: f32, l: &mut u8| {
         let q = (round(v / d) + z).clamp(0.0, n);
-        *l = q as i32 as u8;
+        *l = q as i32 as u8; // q is in [0, n]: `q as u8`'s byte, through the packed conversion x86 has (f32 → i32)
         let e = d * (q - z) - v;
         w * e * e
     };

@@ -1,12 +1,12 @@
 //! `f32::round` (half away from zero) without libm: on baseline x86-64, which has no rounding
-//! instruction before SSE4.1, `f32::round` is a call to `roundf`, which kept the quantizers'
-//! level loops scalar and was most of `ultra quantize`'s time (benches/notes/cpu.md).
+//! instruction before SSE4.1, `f32::round` is a call to `roundf`, which keeps the quantizers'
+//! level loops scalar (benches/notes/cpu.md).
 
 /// `v.round()`, bit for bit (signed zeros and NaN included), as a truncating conversion and a
 /// compare and selects, without branches, which the compiler inlines and vectorizes.
 #[inline(always)]
 pub(super) fn round(v: f32) -> f32 {
-    let t = v as i32 as f32; // truncation, exact below 2^23 (the only values it is used for)
+    let t = v as i32 as f32; // truncation, exact below 2^23 (larger values take the select below)
     let f = v - t; // exact there: t's bits are v's leading bits
     let r = (t + ((f >= 0.5) as i32 - (f <= -0.5) as i32) as f32).copysign(v); // round(-0.3) is -0.0
     // From 2^23 every f32 is an integer; NaN fails the compare and is returned as it is.

@@ -20,8 +20,8 @@
 use half::f16;
 
 use super::NF4;
-use super::round::round;
 use super::quantize::{assign, fit_line, fit_scale, nf4_code, scale_f16};
+use super::round::round;
 
 /// Alternations of (levels → least-squares d, z) per INT start.
 const ROUNDS: usize = 4;
