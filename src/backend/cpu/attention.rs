@@ -135,23 +135,25 @@ const KEY_BLOCK: usize = 64;
 const VALUE_BLOCK: usize = 64;
 
 /// dst[j] = scale · dot(q, k_row(block[j])): 16 keys per dot16, then 4 per dot4, then single
-/// dots (all bit-identical to single dots, and dot is symmetric).
+/// dots (all bit-identical to single dots, and dot is symmetric). Each group's results are scaled
+/// and stored as one fixed-size chunk, so the multiply and the store vectorize.
 fn scores_of<'a>(q: &[f32], block: &[usize], k_row: impl Fn(usize) -> &'a [f32], scale: f32, dst: &mut [f32]) {
-    let mut sixteens = block.chunks_exact(16);
-    let mut d = dst.iter_mut();
-    for g in &mut sixteens {
-        // The array first: zip asks its left side first, and must not take a slot it cannot fill.
-        for (v, s) in simd::dot16(std::array::from_fn(|r| k_row(g[r])), q).into_iter().zip(&mut d) {
-            *s = scale * v;
+    let (n16, n4) = (block.len() / 16 * 16, block.len() / 4 * 4);
+    let (d16, rest) = dst.split_at_mut(n16);
+    for (g, d) in block[..n16].chunks_exact(16).zip(d16.chunks_exact_mut(16)) {
+        let v = simd::dot16(std::array::from_fn(|r| k_row(g[r])), q);
+        for l in 0..16 {
+            d[l] = scale * v[l];
         }
     }
-    let mut fours = sixteens.remainder().chunks_exact(4);
-    for g in &mut fours {
-        for (v, s) in simd::dot4([k_row(g[0]), k_row(g[1]), k_row(g[2]), k_row(g[3])], q).into_iter().zip(&mut d) {
-            *s = scale * v;
+    let (d4, rest) = rest.split_at_mut(n4 - n16);
+    for (g, d) in block[n16..n4].chunks_exact(4).zip(d4.chunks_exact_mut(4)) {
+        let v = simd::dot4([k_row(g[0]), k_row(g[1]), k_row(g[2]), k_row(g[3])], q);
+        for l in 0..4 {
+            d[l] = scale * v[l];
         }
     }
-    for (s, &at) in d.zip(fours.remainder()) {
+    for (s, &at) in rest.iter_mut().zip(&block[n4..]) {
         *s = scale * simd::dot(q, k_row(at));
     }
 }
