@@ -5,18 +5,17 @@
 //            f16 for the entries named *_f16;
 //            partial: [n_tokens · n_heads][n_splits][2 + head_dim] = (max, sum, unnormalized output);
 //            done: u32 [n_tokens · n_kv_heads · n_chunks] split counters, zero between launches
-// Launch     attention (HEADS = 4) and attention_h1 (HEADS = 1): grid (n_tokens · n_kv_heads · n_chunks,
+// Launch     attention_<HD> (HEADS = 4) and attention_h1_<HD> (HEADS = 1), HD ≥ head_dim: grid (n_tokens · n_kv_heads · n_chunks,
 //            n_splits), 4 warps. A block serves one token and up to HEADS query heads of one KV head (a chunk
 //            of its g = n_heads / n_kv_heads heads; n_chunks = ceil(g / HEADS)): each K and V row is loaded
-//            once for all of them (GQA reuse). attention_h1 is for few tokens, where 4× more blocks fill the GPU.
-//            Split s takes keys j ≡ s (mod n_splits), each warp every 4th of those (flash-decoding); the
+//            once for all of them (GQA reuse). attention_h1_<HD> is for few tokens, where 4× more blocks fill the GPU.
+//            Split s takes keys j ≡ s (mod n_splits), each warp every 4th of those (flash-decoding), two keys in flight; the
 //            last split block of a (token, chunk) to finish merges the splits (one launch, no combine
 //            kernel); indices outside the block table or the cache are skipped, never read
 // Numerics   an f16 cache's values are widened exactly, the rest as for f32;
 //            f32 online softmax per warp and head (running max, rescaled sums), merged by max-rescaling;
 //            head_dim ≤ 256. A head's arithmetic does not depend on which other heads share its block.
 
-#define MAX_DIMS_PER_LANE 8
 #define ATT_WARPS 4
 
 // Merges one (token, head)'s split partials by max-rescaling. Other blocks wrote them: the loads go
@@ -34,14 +33,60 @@ __device__ void combine_splits(const float* base, float* out, u32 head_dim, u32 
     }
 }
 
-template <int ATT_HEADS, typename KV>  // query heads per block, the cache's element type
+// The cache row of key j (block table lookup), or none: past the table or outside the cache.
+__device__ __forceinline__ bool key_slot(const u32* table, u32 j, u32 block_size, u32 max_blocks, u32 n_slots,
+                                         u64& slot) {
+    if (j / block_size >= max_blocks) return false;
+    slot = (u64)table[j / block_size] * block_size + j % block_size;
+    return slot < n_slots;
+}
+
+// Lane's DPL dims (d = lane + 32 i) of one cache row, widened to f32; dims past head_dim read as 0.
+template <int DPL, typename KV>
+__device__ __forceinline__ void load_row(const KV* row, u32 lane, u32 head_dim, float (&r)[DPL]) {
+#pragma unroll
+    for (int i = 0; i < DPL; i++) {
+        const u32 d = lane + 32 * i;
+        r[i] = d < head_dim ? kv_load(row, d) : 0.0f;
+    }
+}
+
+// One key's step of the online softmax for each of the block's nh heads: score, rescale, accumulate.
+template <int ATT_HEADS, int DPL>
+__device__ __forceinline__ void attend_key(const float (&qr)[ATT_HEADS][DPL], const float (&kk)[DPL],
+                                           const float (&vv)[DPL], float (&acc)[ATT_HEADS][DPL],
+                                           float (&run_max)[ATT_HEADS], float (&run_sum)[ATT_HEADS], u32 nh,
+                                           u32 lane, u32 head_dim) {
+#pragma unroll
+    for (int hh = 0; hh < ATT_HEADS; hh++) {
+        if (hh >= nh) break;
+        float dot = 0.0f;
+#pragma unroll
+        for (int i = 0; i < DPL; i++) {
+            if (lane + 32 * i < head_dim) dot += qr[hh][i] * kk[i];
+        }
+        dot = warp_sum(dot);
+        const float new_max = fmaxf(run_max[hh], dot);
+        const float corr = expf(run_max[hh] - new_max), p = expf(dot - new_max);
+        run_sum[hh] = run_sum[hh] * corr + p;
+#pragma unroll
+        for (int i = 0; i < DPL; i++) {
+            if (lane + 32 * i < head_dim) acc[hh][i] = acc[hh][i] * corr + p * vv[i];
+        }
+        run_max[hh] = new_max;
+    }
+}
+
+// DPL = dims per lane (head_dim ≤ 32 · DPL): registers for q and the accumulators scale with it, so a
+// head_dim of 64 or 128 does not pay for 256's.
+template <int ATT_HEADS, int DPL, typename KV>  // query heads per block, dims per lane, the cache's element type
 __device__ __forceinline__ void attention_body(const float* q, const KV* cache_k, const KV* cache_v,
                                                const u32* seq, const u32* pos, const u32* block_table, float* dst,
                                                float* partial, u32* done, u32 n_heads, u32 n_kv_heads,
                                                u32 head_dim, float scale, u32 block_size, u32 max_blocks,
                                                u32 n_splits, u32 n_seqs, u32 n_slots, u32 window) {
     __shared__ float s_max[ATT_WARPS][ATT_HEADS], s_sum[ATT_WARPS][ATT_HEADS];
-    __shared__ float s_acc[ATT_WARPS][ATT_HEADS][256];
+    __shared__ float s_acc[ATT_WARPS][ATT_HEADS][32 * DPL];
     const u32 g = n_heads / n_kv_heads, n_chunks = (g + ATT_HEADS - 1) / ATT_HEADS;
     const u32 grp = blockIdx.x, t = grp / (n_kv_heads * n_chunks), split = blockIdx.y;
     const u32 kv_head = grp / n_chunks % n_kv_heads, chunk = grp % n_chunks;
@@ -51,13 +96,13 @@ __device__ __forceinline__ void attention_body(const float* q, const KV* cache_k
     const u32 sq = seq[t];
     const u32* table = block_table + (u64)(sq < n_seqs ? sq : 0) * max_blocks;
     const u32 last = sq < n_seqs ? pos[t] : 0xffffffffu;  // a bad seq attends to nothing (zeros)
-    float qr[ATT_HEADS][MAX_DIMS_PER_LANE], acc[ATT_HEADS][MAX_DIMS_PER_LANE];
+    float qr[ATT_HEADS][DPL], acc[ATT_HEADS][DPL];
     float run_max[ATT_HEADS], run_sum[ATT_HEADS];  // finite start: empty splits merge without NaN
 #pragma unroll
     for (int hh = 0; hh < ATT_HEADS; hh++) {
         const float* qh = q + ((u64)t * n_heads + h0 + hh) * head_dim;
 #pragma unroll
-        for (int i = 0; i < MAX_DIMS_PER_LANE; i++) {
+        for (int i = 0; i < DPL; i++) {
             const u32 d = lane + 32 * i;
             qr[hh][i] = hh < nh && d < head_dim ? qh[d] * scale : 0.0f;
             acc[hh][i] = 0.0f;
@@ -69,37 +114,22 @@ __device__ __forceinline__ void attention_body(const float* q, const KV* cache_k
     const u32 off = split + n_splits * warp, stride = n_splits * ATT_WARPS;
     const u32 lo = last != 0xffffffffu ? first_key(last, window) : 0;
     const u32 j_start = lo <= off ? off : off + (lo - off + stride - 1) / stride * stride;
-    for (u32 j = j_start; j <= last && last != 0xffffffffu; j += stride) {
-        if (j / block_size >= max_blocks) break;
-        const u64 slot = (u64)table[j / block_size] * block_size + j % block_size;
-        if (slot >= n_slots) break;  // a block outside the cache: skipped, never read
-        const KV* kr = cache_k + slot * kv_dim + (u64)kv_head * head_dim;
-        const KV* vr = cache_v + slot * kv_dim + (u64)kv_head * head_dim;
-        float kk[MAX_DIMS_PER_LANE], vv[MAX_DIMS_PER_LANE];
-#pragma unroll
-        for (int i = 0; i < MAX_DIMS_PER_LANE; i++) {
-            const u32 d = lane + 32 * i;
-            kk[i] = d < head_dim ? kv_load(kr, d) : 0.0f;
-            vv[i] = d < head_dim ? kv_load(vr, d) : 0.0f;
-        }
-#pragma unroll
-        for (int hh = 0; hh < ATT_HEADS; hh++) {
-            if (hh >= nh) break;
-            float dot = 0.0f;
-#pragma unroll
-            for (int i = 0; i < MAX_DIMS_PER_LANE; i++) {
-                if (lane + 32 * i < head_dim) dot += qr[hh][i] * kk[i];
-            }
-            dot = warp_sum(dot);
-            const float new_max = fmaxf(run_max[hh], dot);
-            const float corr = expf(run_max[hh] - new_max), p = expf(dot - new_max);
-            run_sum[hh] = run_sum[hh] * corr + p;
-#pragma unroll
-            for (int i = 0; i < MAX_DIMS_PER_LANE; i++) {
-                if (lane + 32 * i < head_dim) acc[hh][i] = acc[hh][i] * corr + p * vv[i];
-            }
-            run_max[hh] = new_max;
-        }
+    const u64 head_off = (u64)kv_head * head_dim;
+    // Two keys per step, both rows loaded before either is used: two memory round trips in flight per
+    // warp instead of one. The keys are still taken in order (j, then j + stride), so the arithmetic,
+    // and the bits, are those of one key per step.
+    for (u32 j = j_start; j <= last && last != 0xffffffffu; j += 2 * stride) {
+        u64 slot_a, slot_b = 0;
+        if (!key_slot(table, j, block_size, max_blocks, n_slots, slot_a)) break;
+        const bool has_b = j + stride <= last && key_slot(table, j + stride, block_size, max_blocks, n_slots, slot_b);
+        float ka[DPL], va[DPL], kb[DPL], vb[DPL];
+        load_row<DPL>(cache_k + slot_a * kv_dim + head_off, lane, head_dim, ka);
+        load_row<DPL>(cache_v + slot_a * kv_dim + head_off, lane, head_dim, va);
+        load_row<DPL>(cache_k + slot_b * kv_dim + head_off, lane, has_b ? head_dim : 0, kb);
+        load_row<DPL>(cache_v + slot_b * kv_dim + head_off, lane, has_b ? head_dim : 0, vb);
+        attend_key<ATT_HEADS, DPL>(qr, ka, va, acc, run_max, run_sum, nh, lane, head_dim);
+        if (!has_b) break;  // past the last key, the table or the cache: the next step would stop too
+        attend_key<ATT_HEADS, DPL>(qr, kb, vb, acc, run_max, run_sum, nh, lane, head_dim);
     }
 #pragma unroll
     for (int hh = 0; hh < ATT_HEADS; hh++) {
@@ -108,7 +138,7 @@ __device__ __forceinline__ void attention_body(const float* q, const KV* cache_k
             s_sum[warp][hh] = run_sum[hh];
         }
 #pragma unroll
-        for (int i = 0; i < MAX_DIMS_PER_LANE; i++) {
+        for (int i = 0; i < DPL; i++) {
             const u32 d = lane + 32 * i;
             if (d < head_dim) s_acc[warp][hh][d] = acc[hh][i];
         }
@@ -149,17 +179,26 @@ __device__ __forceinline__ void attention_body(const float* q, const KV* cache_k
     }
 }
 
-#define ATTENTION_ENTRY(NAME, HEADS, KV)                                                                        \
+#define ATTENTION_ENTRY(NAME, HEADS, DPL, KV)                                                                   \
     extern "C" __global__ void __launch_bounds__(128)                                                          \
         NAME(const float* q, const KV* cache_k, const KV* cache_v, const u32* seq, const u32* pos,              \
              const u32* block_table, float* dst, float* partial, u32* done, u32 n_heads, u32 n_kv_heads,        \
              u32 head_dim, float scale, u32 block_size, u32 max_blocks, u32 n_splits, u32 n_seqs, u32 n_slots,  \
              u32 window) {                                                                                      \
-        attention_body<HEADS, KV>(q, cache_k, cache_v, seq, pos, block_table, dst, partial, done, n_heads,          \
-                              n_kv_heads, head_dim, scale, block_size, max_blocks, n_splits, n_seqs, n_slots,   \
-                              window);                                                                          \
+        attention_body<HEADS, DPL, KV>(q, cache_k, cache_v, seq, pos, block_table, dst, partial, done, n_heads,  \
+                                       n_kv_heads, head_dim, scale, block_size, max_blocks, n_splits, n_seqs,   \
+                                       n_slots, window);                                                        \
     }
-ATTENTION_ENTRY(attention, 4, float)
-ATTENTION_ENTRY(attention_h1, 1, float)
-ATTENTION_ENTRY(attention_f16, 4, u16)
-ATTENTION_ENTRY(attention_h1_f16, 1, u16)
+// attention_<HD>: up to 4 heads per block; attention_h1_<HD>: one; HD ≥ head_dim (64, 128 or 256).
+ATTENTION_ENTRY(attention_64, 4, 2, float)
+ATTENTION_ENTRY(attention_128, 4, 4, float)
+ATTENTION_ENTRY(attention_256, 4, 8, float)
+ATTENTION_ENTRY(attention_h1_64, 1, 2, float)
+ATTENTION_ENTRY(attention_h1_128, 1, 4, float)
+ATTENTION_ENTRY(attention_h1_256, 1, 8, float)
+ATTENTION_ENTRY(attention_64_f16, 4, 2, u16)
+ATTENTION_ENTRY(attention_128_f16, 4, 4, u16)
+ATTENTION_ENTRY(attention_256_f16, 4, 8, u16)
+ATTENTION_ENTRY(attention_h1_64_f16, 1, 2, u16)
+ATTENTION_ENTRY(attention_h1_128_f16, 1, 4, u16)
+ATTENTION_ENTRY(attention_h1_256_f16, 1, 8, u16)

@@ -8,77 +8,104 @@
 //             then xor-shuffle reduced;
 //             tile: f32 FMAs in k order per thread
 
-template <int M>
+// M rows of x against R consecutive weight rows per lane group: each x block a lane loads serves R
+// weight rows, so x's bytes through L1 (two int8 planes and their scales, ~4.4× the weight bytes of a
+// Q4_0 block) are paid once per R rows. Each row's sums keep their order, so R does not change bits.
+template <int M, int R>
 __device__ __forceinline__ void matmul_vec_body(const u8* qs, const u8* qh, const u8* dm, const void* x,
                                                 const float2* xds, float* dst, u32 m, u32 n, u32 k, u32 group,
                                                 u32 block) {
     const u32 lane = threadIdx.x & 31;
     const u64 warp = ((u64)block * blockDim.x + threadIdx.x) >> 5;
-    const u64 row = warp * (32 / group) + lane / group;
+    const u64 row0 = (warp * (32 / group) + lane / group) * R;
     const u32 sub = lane & (group - 1);
     const u32 m0 = blockIdx.y * M;
-    float acc[M];
+    float acc[M][R];
 #pragma unroll
-    for (int r = 0; r < M; r++) acc[r] = 0.0f;
-    if (row < n) {
+    for (int r = 0; r < M; r++)
+#pragma unroll
+        for (int i = 0; i < R; i++) acc[r][i] = 0.0f;
+    if (row0 < n) {
 #if FORMAT_QUANTIZED
         const u32 nb = k / 32;
         const int4* xq = (const int4*)x;
         const u64 plane = (u64)m * nb;  // blocks per plane of x (quantize_q8_1.cu)
-        // Four blocks in flight per lane for one or two rows of x: a 4096-wide row is then one
-        // round trip to memory per lane instead of two.
-#pragma unroll(M <= 2 ? 4 : 2)
+        // Four weight blocks in flight per lane for one or two rows of x (R rows × the unroll): a
+        // 4096-wide row is then one round trip to memory per lane instead of two.
+#pragma unroll((M <= 2 ? 4 : 2) / R > 0 ? (M <= 2 ? 4 : 2) / R : 1)
         for (u32 b = sub; b < nb; b += group) {
-            const u64 blk = row * nb + b;
 #pragma unroll
             for (int r = 0; r < M; r++) {
                 if (m0 + r < m) {
                     const u64 xb = (u64)(m0 + r) * nb + b, xb2 = plane + xb;
-                    acc[r] += block_dot(qs, qh, dm, blk, xq[2 * xb], xq[2 * xb + 1], xds[xb]) +
-                              block_dot(qs, qh, dm, blk, xq[2 * xb2], xq[2 * xb2 + 1], xds[xb2]);
+                    const int4 x0 = xq[2 * xb], x1 = xq[2 * xb + 1], y0 = xq[2 * xb2], y1 = xq[2 * xb2 + 1];
+                    const float2 xd = xds[xb], yd = xds[xb2];
+#pragma unroll
+                    for (int i = 0; i < R; i++) {
+                        if (row0 + i < n) {
+                            const u64 blk = (row0 + i) * nb + b;
+                            acc[r][i] += block_dot(qs, qh, dm, blk, x0, x1, xd) + block_dot(qs, qh, dm, blk, y0, y1, yd);
+                        }
+                    }
                 }
             }
         }
 #else
         const float* xf = (const float*)x;
         for (u32 c = sub; c < k; c += group) {
-            const float w = w_get(qs, qh, dm, row, c, k);
+            float w[R];
+#pragma unroll
+            for (int i = 0; i < R; i++) w[i] = row0 + i < n ? w_get(qs, qh, dm, row0 + i, c, k) : 0.0f;
 #pragma unroll
             for (int r = 0; r < M; r++) {
-                if (m0 + r < m) acc[r] += w * xf[(u64)(m0 + r) * k + c];
+                if (m0 + r < m) {
+                    const float xv = xf[(u64)(m0 + r) * k + c];
+#pragma unroll
+                    for (int i = 0; i < R; i++) acc[r][i] += w[i] * xv;
+                }
             }
         }
 #endif
     }
 #pragma unroll
     for (int r = 0; r < M; r++) {
-        for (u32 o = group >> 1; o > 0; o >>= 1) acc[r] += __shfl_xor_sync(FULL_MASK, acc[r], o);
+#pragma unroll
+        for (int i = 0; i < R; i++) {
+            for (u32 o = group >> 1; o > 0; o >>= 1) acc[r][i] += __shfl_xor_sync(FULL_MASK, acc[r][i], o);
+        }
     }
-    if (row < n && sub == 0) {
+    if (sub == 0) {
 #pragma unroll
         for (int r = 0; r < M; r++) {
-            if (m0 + r < m) dst[(u64)(m0 + r) * n + row] = acc[r];
+#pragma unroll
+            for (int i = 0; i < R; i++) {
+                if (m0 + r < m && row0 + i < n) dst[(u64)(m0 + r) * n + row0 + i] = acc[r][i];
+            }
         }
     }
 }
 
 // Up to three matmuls of one x in one launch (q, k, v; gate, up): blocks [0, b0) compute part 0,
 // the next b1 part 1, the rest part 2; unused parts have n = 0 and get no blocks.
-#define MATMUL_VEC(M)                                                                                          \
-    extern "C" __global__ void matmul_vec_m##M(                                                              \
+#define MATMUL_VEC(M, R)                                                                                        \
+    extern "C" __global__ void matmul_vec_m##M##_r##R(                                                        \
         const u8* qs0, const u8* qh0, const u8* dm0, float* dst0, u32 n0, const u8* qs1, const u8* qh1,       \
         const u8* dm1, float* dst1, u32 n1, const u8* qs2, const u8* qh2, const u8* dm2, float* dst2, u32 n2, \
         const void* x, const float2* xds, u32 m, u32 k, u32 group) {                                          \
-        const u32 rows = (blockDim.x / 32) * (32 / group), b0 = (n0 + rows - 1) / rows;                       \
+        const u32 rows = (blockDim.x / 32) * (32 / group) * R, b0 = (n0 + rows - 1) / rows;                   \
         const u32 b1 = (n1 + rows - 1) / rows, b = blockIdx.x;                                                \
-        if (b < b0) matmul_vec_body<M>(qs0, qh0, dm0, x, xds, dst0, m, n0, k, group, b);                      \
-        else if (b - b0 < b1) matmul_vec_body<M>(qs1, qh1, dm1, x, xds, dst1, m, n1, k, group, b - b0);       \
-        else matmul_vec_body<M>(qs2, qh2, dm2, x, xds, dst2, m, n2, k, group, b - b0 - b1);                   \
+        if (b < b0) matmul_vec_body<M, R>(qs0, qh0, dm0, x, xds, dst0, m, n0, k, group, b);                   \
+        else if (b - b0 < b1) matmul_vec_body<M, R>(qs1, qh1, dm1, x, xds, dst1, m, n1, k, group, b - b0);    \
+        else matmul_vec_body<M, R>(qs2, qh2, dm2, x, xds, dst2, m, n2, k, group, b - b0 - b1);                \
     }
-MATMUL_VEC(1)
-MATMUL_VEC(2)
-MATMUL_VEC(4)
-MATMUL_VEC(8)
+MATMUL_VEC(1, 1)
+MATMUL_VEC(1, 2)
+MATMUL_VEC(2, 1)
+MATMUL_VEC(2, 2)
+MATMUL_VEC(4, 1)
+MATMUL_VEC(4, 2)
+MATMUL_VEC(8, 1)
+MATMUL_VEC(8, 2)
 
 #define TILE 64
 #define TILE_K 32

@@ -356,6 +356,14 @@ pub fn all() -> Vec<Case> {
             cases.push(case(Op::Matmul { format, m, k, n }, Tolerance::Nmse(1e-7), SUM_WHY));
         }
     }
+    // GEMV grids past one resident wave (cuda pairs weight rows per lane group, matmul_vec_mM_r2, past
+    // 8 blocks per SM at m = 1, 6 at m 2–4, always at m 5–8; 4,501 rows of 4,096 are 1,126 blocks, past
+    // 8 per SM on up to 140 SMs): every m entry, an odd n so the last pair has one row.
+    for format in [Format::Q4_0, Format::Q6_K, Format::F16] {
+        for m in [1, 2, 3, 8] {
+            cases.push(case(Op::Matmul { format, m, k: 4096, n: 4501 }, Tolerance::Nmse(1e-7), SUM_WHY));
+        }
+    }
     // silu_mul_matmul: decode (m = 1, 8: cuda's fused int8 path) and a batch past it (m = 13);
     // k = 1536 is SmolLM2's d_ff; hidden is rounded to f32 once, as silu_mul leaves it.
     const FUSED_WHY: &str = "silu in f32 (~1 ulp), then f32 accumulation over the same dequantized weights";
@@ -485,6 +493,8 @@ pub fn all() -> Vec<Case> {
     // wgpu folds chunks of 32 positions; split-K for few queries per sequence, tiled for ≥ 8 on average.
     cases.push(attn(&[1, 31, 32, 33, 63, 64, 65, 300, 1000], &[1; 9], (9, 3), 64, 16)); // decode around chunk edges
     cases.push(attn(&[1, 65, 1000], &[1, 1, 1], (8, 2), 128, 16)); // decode, GQA 4, head_dim 128
+    cases.push(attn(&[2, 150, 41], &[1, 1, 1], (4, 1), 96, 16)); // decode, head_dim 96 (cuda: attention_h1_128)
+    cases.push(windowed(attn(&[1, 300, 700], &[1, 1, 1], (4, 1), 256, 16), 512)); // gemma3 decode (h1_256)
     cases.push(attn(&[1000], &[40], (8, 2), 128, 16)); // prefill chunk from mid-sequence (wgpu: tiled)
     cases.push(attn(&[129], &[129], (2, 2), 32, 5)); // whole prompt, MHA (wgpu: tiled)
     // Mixed batches: prefill chunks beside decodes, tokens shuffled (wgpu tiled: tiles span sequences).
@@ -510,8 +520,9 @@ pub fn all() -> Vec<Case> {
     cases.push(windowed(attn(&[30], &[30], (2, 2), 32, 5), 100)); // a window longer than the sequence
     // f16 caches through every cuda entry: flash-decoding with 4 heads per block and with 1, and the tiled
     // kernel at head_dim 64, 128 and 256 (with a window and a mixed batch).
-    cases.push(f16(attn(&lens(64), &[1; 64], (32, 8), 128, 16))); // llama-8b decode batch (attention_f16)
-    cases.push(f16(attn(&[1, 65, 1000], &[1, 1, 1], (8, 2), 128, 16))); // few tokens (attention_h1_f16)
+    cases.push(f16(attn(&lens(64), &[1; 64], (32, 8), 128, 16))); // llama-8b decode batch (attention_128_f16)
+    cases.push(f16(attn(&lens(40), &[1; 40], (8, 1), 256, 16))); // head_dim 256, 8 heads per KV head (attention_256_f16)
+    cases.push(f16(attn(&[1, 65, 1000], &[1, 1, 1], (8, 2), 128, 16))); // few tokens (attention_h1_128_f16)
     cases.push(f16(attn(&[20, 45, 5], &[5, 4, 3], (4, 1), 32, 16))); // speculative verify, MQA
     cases.push(f16(attn(&[133], &[133], (9, 3), 64, 16))); // prefill (attention_prefill_64_f16)
     cases.push(f16(attn(&[100, 1, 65, 33, 500], &[40, 1, 1, 33, 1], (9, 3), 64, 16))); // mixed batch

@@ -32,7 +32,7 @@ use crate::error::{Error, Result};
 /// Key splits per (token, head): split s takes keys j ≡ s (mod N_SPLITS).
 const N_SPLITS: usize = 16;
 /// Query heads of one KV head per flash-decoding block (cuda/attention.cu's `attention`); few tokens
-/// take one head per block (`attention_h1`) instead.
+/// take one head per block (`attention_h1_<HD>`) instead.
 const ATT_HEADS: usize = 4;
 /// Below this many blocks per SM with ATT_HEADS heads per block, one head per block: a decode step at
 /// batch 1 (llama-8b: 8 KV heads × 16 splits = 128 blocks) leaves most SMs idle otherwise, and the
@@ -190,9 +190,9 @@ fn attention_split(
     let chunked = q.rows * n_kv_heads * (n_heads / n_kv_heads).div_ceil(ATT_HEADS);
     let fill = cuda.sm_count as usize * ATT_MIN_BLOCKS_PER_SM;
     let (name, groups) = if chunked * n_splits >= fill {
-        (by_cache(cache, entry::ATTENTION, entry::ATTENTION_F16), chunked)
+        (split_entry(cache, head_dim, false), chunked)
     } else {
-        (by_cache(cache, entry::ATTENTION_H1, entry::ATTENTION_H1_F16), pairs)
+        (split_entry(cache, head_dim, true), pairs)
     };
     let partial_bytes = if n_splits > 1 { pairs * n_splits * (2 + head_dim) * 4 } else { 0 };
     let mut scratch = cuda.scratch(&cuda.attn_scratch, partial_bytes)?;
@@ -211,13 +211,28 @@ fn attention_split(
     l.arg(&batch.block_table.buf.dev).arg(&mut dst.buf.dev).arg(&mut *partial).arg(&mut *done);
     let (n_seqs, n_slots) = (u(batch.block_table.rows), u(cache.k.rows));
     l.arg(&nh).arg(&nkv).arg(&hd).arg(&scale).arg(&bs).arg(&mb).arg(&ns).arg(&n_seqs).arg(&n_slots).arg(&window);
-    // SAFETY: arguments match attention and attention_h1 (or their _f16 twins, as the cache is) in
-    // cuda/attention.cu; q, dst hold n_tokens · n_heads · head_dim floats,
+    // SAFETY: arguments match attention_<HD> and attention_h1_<HD> (or their _f16 twins, as the cache
+    // is) in cuda/attention.cu, HD ≥ head_dim (split_entry; ≤ 256 checked above); q, dst hold n_tokens · n_heads · head_dim floats,
     // seq/pos n_tokens u32, block_table n_seqs · max_blocks u32 (the model fills it with valid
     // blocks; check::attention rejected host-written bad indices, and the kernel still skips seq ≥ n_seqs
     // and slots ≥ n_slots), partial pairs · n_splits · (2 + head_dim) floats, done groups u32.
     unsafe { l.launch(cfg) }.map_err(driver)?;
     Ok(())
+}
+
+/// The flash-decoding entry for this cache dtype, head width (the smallest of 64, 128, 256 that
+/// holds head_dim: registers per thread grow with it) and heads per block (one, or ATT_HEADS).
+fn split_entry(cache: &KvLayer<Cuda>, head_dim: usize, one_head: bool) -> &'static str {
+    use entry::*;
+    let [f32s, f16s] = match (head_dim, one_head) {
+        (0..=64, false) => [ATTENTION_64, ATTENTION_64_F16],
+        (65..=128, false) => [ATTENTION_128, ATTENTION_128_F16],
+        (_, false) => [ATTENTION_256, ATTENTION_256_F16],
+        (0..=64, true) => [ATTENTION_H1_64, ATTENTION_H1_64_F16],
+        (65..=128, true) => [ATTENTION_H1_128, ATTENTION_H1_128_F16],
+        (_, true) => [ATTENTION_H1_256, ATTENTION_H1_256_F16],
+    };
+    by_cache(cache, f32s, f16s)
 }
 
 /// The kernels' window argument: keys per window, 0 for none (check::attention rejected Some(0)

@@ -25,6 +25,12 @@ use crate::quant::Format;
 /// Largest m served by the GEMV kernels.
 pub(super) const VEC_MAX_M: usize = 8;
 const VEC_THREADS: u32 = 128;
+/// Two weight rows per lane group (`matmul_vec_mM_r2`) when one row each would need more than this
+/// many blocks per SM, by rows of x (1, 2–4, 8): a resident wave is about 8–9 blocks of VEC_THREADS
+/// at m = 1 (ncu on the H200: register-bound, 9 at 56 registers a thread); with more rows of x the x
+/// loads a pair shares outweigh the blocks it gives up sooner, and at m = 8 always
+/// (benches/notes/cuda.md, v18).
+const VEC_PAIR_BLOCKS_PER_SM: [u32; 3] = [8, 6, 0];
 /// Output tile of matmul_mma: MMA_BM activation rows × MMA_BN weight rows (cuda/matmul_mma.cu).
 const MMA_BM: u32 = 64;
 const MMA_BN: u32 = 128;
@@ -147,13 +153,19 @@ fn check(x: &Tensor<Cuda>, w: &Weight<Cuda>, dst: &Tensor<Cuda>) -> Result<bool>
     Ok(x.rows > 0 && w.rows > 0)
 }
 
-/// The GEMV launch shape for m rows of x: (entry point, rows of x per launch row).
-fn gemv_entry(m: usize) -> (&'static str, usize) {
-    match m {
-        1 => (entry::MATMUL_VEC_M1, 1),
-        2 => (entry::MATMUL_VEC_M2, 2),
-        3 | 4 => (entry::MATMUL_VEC_M4, 4),
-        _ => (entry::MATMUL_VEC_M8, 8),
+/// The GEMV entry for m rows of x: (entry point, rows of x per launch row); `pair`: two weight
+/// rows per lane group.
+fn gemv_entry(m: usize, pair: bool) -> (&'static str, usize) {
+    use entry::*;
+    match (m, pair) {
+        (1, false) => (MATMUL_VEC_M1_R1, 1),
+        (1, true) => (MATMUL_VEC_M1_R2, 1),
+        (2, false) => (MATMUL_VEC_M2_R1, 2),
+        (2, true) => (MATMUL_VEC_M2_R2, 2),
+        (3 | 4, false) => (MATMUL_VEC_M4_R1, 4),
+        (3 | 4, true) => (MATMUL_VEC_M4_R2, 4),
+        (_, false) => (MATMUL_VEC_M8_R1, 8),
+        (_, true) => (MATMUL_VEC_M8_R2, 8),
     }
 }
 
@@ -169,14 +181,23 @@ fn gemv_float(cuda: &Cuda, x: &Tensor<Cuda>, parts: &mut [Part]) -> Result<()> {
 fn gemv(cuda: &Cuda, x: &Tensor<Cuda>, parts: &mut [Part], (xq, xds): (u64, u64)) -> Result<()> {
     let (m, k) = (x.rows, x.cols);
     let format = parts[0].0.format;
-    let (entry, per_launch) = gemv_entry(m);
     // Lanes per output row: the largest power of two ≤ the lane work items (32-value blocks, a
     // k-quant's super-block being 8 of them, or values), ≤ 32.
     let items = k / format.block_len().min(Q8_BLOCK);
     let group = (1u32 << (usize::BITS - 1 - items.max(1).leading_zeros())).min(32);
-    let rows_per_block = (VEC_THREADS / 32) * (32 / group);
     let n: [u32; 3] = std::array::from_fn(|i| parts.get(i).map_or(0, |(w, _)| w.rows as u32));
-    let blocks: u32 = n.iter().map(|n| n.div_ceil(rows_per_block)).sum();
+    let blocks_of = |rows_per_block: u32| -> u32 { n.iter().map(|n| n.div_ceil(rows_per_block)).sum() };
+    let single_rows = (VEC_THREADS / 32) * (32 / group);
+    let per_sm = VEC_PAIR_BLOCKS_PER_SM[if m == 1 {
+        0
+    } else if m <= 4 {
+        1
+    } else {
+        2
+    }];
+    let pair = blocks_of(single_rows) > cuda.sm_count * per_sm;
+    let (entry, per_launch) = gemv_entry(m, pair);
+    let blocks = blocks_of(single_rows * if pair { 2 } else { 1 });
     if m == 0 || blocks == 0 {
         return Ok(());
     }
@@ -205,7 +226,7 @@ fn gemv(cuda: &Cuda, x: &Tensor<Cuda>, parts: &mut [Part], (xq, xds): (u64, u64)
         l.arg(n_i);
     }
     l.arg(&xq).arg(&xds).arg(&m32).arg(&k32).arg(&group);
-    // SAFETY: arguments match matmul_vec_mM in cuda/matmul.cu; each used part's weight arrays hold
+    // SAFETY: arguments match matmul_vec_mM_rR in cuda/matmul.cu; each used part's weight arrays hold
     // n_i · k values or k / 32 blocks per row (k-quants: and k / 256 scale records; each array
     // aligned for its widest load, repack.rs) and its dst m · n_i floats
     // (checked by `check`); xq, xds point at x (m · k floats) or at planes of x held by the caller
