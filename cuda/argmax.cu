@@ -11,6 +11,7 @@ __device__ __forceinline__ void better(float& v, u32& i, float v2, u32 i2) {
 }
 
 extern "C" __global__ void argmax(const float* x, u32* dst, u32 vocab) {
+    GRID_DEPENDENCY_WAIT();
     __shared__ float sv[32];
     __shared__ u32 si[32];
     const float* row = x + (u64)blockIdx.x * vocab;

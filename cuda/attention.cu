@@ -185,6 +185,7 @@ __device__ __forceinline__ void attention_body(const float* q, const KV* cache_k
              const u32* block_table, float* dst, float* partial, u32* done, u32 n_heads, u32 n_kv_heads,        \
              u32 head_dim, float scale, u32 block_size, u32 max_blocks, u32 n_splits, u32 n_seqs, u32 n_slots,  \
              u32 window) {                                                                                      \
+        GRID_DEPENDENCY_WAIT();                                                                                  \
         attention_body<HEADS, DPL, KV>(q, cache_k, cache_v, seq, pos, block_table, dst, partial, done, n_heads,  \
                                        n_kv_heads, head_dim, scale, block_size, max_blocks, n_splits, n_seqs,   \
                                        n_slots, window);                                                        \

@@ -275,6 +275,7 @@ __device__ void attention_prefill_body(const PrefillArgs<KV>& a) {
         NAME(const float* q, const KV* cache_k, const KV* cache_v, const u32* seq, const u32* pos,            \
              const u32* block_table, float* dst, u32 n_tokens, u32 n_heads, u32 n_kv_heads, u32 head_dim,     \
              float scale, u32 block_size, u32 max_blocks, u32 n_seqs, u32 n_slots, u32 window) {              \
+        GRID_DEPENDENCY_WAIT();                                                                               \
         const PrefillArgs<KV> a = {q,          cache_k,    cache_v, seq,        pos,      block_table,        \
                                    dst,        n_tokens,   n_heads, n_kv_heads, head_dim, scale,              \
                                    block_size, max_blocks, n_seqs,  n_slots,    window};                      \

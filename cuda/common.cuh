@@ -13,6 +13,17 @@ typedef unsigned long long u64;
 #define INFINITY __int_as_float(0x7f800000)
 #endif
 
+// Every kernel's first statement. With ULTRA_CUDA_PDL=1 a recorded step (src/backend/cuda/graph.rs)
+// joins consecutive kernels by programmatic edges: a kernel's blocks may be launched once all blocks
+// of the kernel before it have started, and this waits until that kernel has finished and its
+// writes are visible. Nothing may touch global memory before it. Without such an edge (eager
+// launches, the default) it returns at once; before sm_90 there is no such instruction.
+#if __CUDA_ARCH__ >= 900
+#define GRID_DEPENDENCY_WAIT() asm volatile("griddepcontrol.wait;" ::: "memory")
+#else
+#define GRID_DEPENDENCY_WAIT()
+#endif
+
 // NVRTC brings no cuda_fp16.h: decode halves with the PTX conversion instruction.
 __device__ __forceinline__ float f16_to_f32(u16 h) {
     float f;

@@ -6,6 +6,7 @@
 
 #define COPY_SLOTS_ENTRY(NAME, KV)                                                        \
     extern "C" __global__ void NAME(KV* cache_k, KV* cache_v, u64 src, u64 dst, u64 n) { \
+        GRID_DEPENDENCY_WAIT();                                                           \
         const u64 i = (u64)blockIdx.x * blockDim.x + threadIdx.x;                         \
         if (i < n) {                                                                      \
             cache_k[dst + i] = cache_k[src + i];                                          \

@@ -5,6 +5,7 @@
 
 extern "C" __global__ void embed(const u8* qs, const u8* qh, const u8* dm, const u32* ids, float* dst, u64 n, u32 d,
                                  u32 vocab, float scale) {
+    GRID_DEPENDENCY_WAIT();
     const u64 i = (u64)blockIdx.x * blockDim.x + threadIdx.x;
     if (i < n) {
         const u32 id = ids[i / d];

@@ -4,6 +4,7 @@
 // Numerics  f32, tanhf at full precision on the argument clamped to ±10 (as the CPU and WGSL do)
 
 extern "C" __global__ void gelu_mul(const float* gate, const float* up, float* dst, u64 n) {
+    GRID_DEPENDENCY_WAIT();
     const u64 i = (u64)blockIdx.x * blockDim.x + threadIdx.x;
     if (i < n) {
         const float g = gate[i];

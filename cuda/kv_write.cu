@@ -21,6 +21,7 @@ __device__ __forceinline__ void kv_write_body(const float* k, const float* v, co
 #define KV_WRITE_ENTRY(NAME, KV)                                                                               \
     extern "C" __global__ void NAME(const float* k, const float* v, const u32* slot, KV* cache_k, KV* cache_v, \
                                     u64 n, u32 kv_dim, u32 n_slots) {                                          \
+        GRID_DEPENDENCY_WAIT();                                                                                \
         kv_write_body<KV>(k, v, slot, cache_k, cache_v, n, kv_dim, n_slots);                                   \
     }
 KV_WRITE_ENTRY(kv_write, float)

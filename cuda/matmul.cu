@@ -92,6 +92,7 @@ __device__ __forceinline__ void matmul_vec_body(const u8* qs, const u8* qh, cons
         const u8* qs0, const u8* qh0, const u8* dm0, float* dst0, u32 n0, const u8* qs1, const u8* qh1,       \
         const u8* dm1, float* dst1, u32 n1, const u8* qs2, const u8* qh2, const u8* dm2, float* dst2, u32 n2, \
         const void* x, const float2* xds, u32 m, u32 k, u32 group) {                                          \
+        GRID_DEPENDENCY_WAIT();                                                                               \
         const u32 rows = (blockDim.x / 32) * (32 / group) * R, b0 = (n0 + rows - 1) / rows;                   \
         const u32 b1 = (n1 + rows - 1) / rows, b = blockIdx.x;                                                \
         if (b < b0) matmul_vec_body<M, R>(qs0, qh0, dm0, x, xds, dst0, m, n0, k, group, b);                   \
@@ -112,6 +113,7 @@ MATMUL_VEC(8, 2)
 
 extern "C" __global__ void __launch_bounds__(256) matmul_tile(const u8* qs, const u8* qh, const u8* dm,
                                                               const float* x, float* dst, u32 m, u32 n, u32 k) {
+    GRID_DEPENDENCY_WAIT();
     __shared__ float xs[TILE_K][TILE + 4];
     __shared__ float ws[TILE_K][TILE + 4];
     const u32 tid = threadIdx.x, tx = tid & 15, ty = tid >> 4;

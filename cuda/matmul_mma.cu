@@ -87,6 +87,7 @@ __device__ __forceinline__ void i8x4_to_f16(u32 p, u32& lo, u32& hi) {
 
 // xh = f16(x), xsum[b] = Σ x over block b (32 values; 16 when XSUM_HALVES).    x: f32 [total], total a multiple of 32
 extern "C" __global__ void matmul_mma_prep(const float* x, u16* xh, float* xsum, u64 total) {
+    GRID_DEPENDENCY_WAIT();
     const u64 i = (u64)blockIdx.x * blockDim.x + threadIdx.x;
     if ((i & ~31ull) >= total) return;  // whole warps leave together
     const float v = i < total ? x[i] : 0.0f;
@@ -349,12 +350,14 @@ __device__ __forceinline__ void mma_tile(const u8* qs, const u8* qh, const u8* d
 extern "C" __global__ void __launch_bounds__(256)
     matmul_mma(const u8* qs, const u8* qh, const u8* dm, const u8* xh, const float* xsum, float* dst, u32 m, u32 n,
                u32 k) {
+    GRID_DEPENDENCY_WAIT();
     mma_tile<false, 64>(qs, qh, dm, xh, xsum, dst, nullptr, nullptr, m, n, k, mma_at_grid());
 }
 
 extern "C" __global__ void __launch_bounds__(256)
     matmul_mma_split(const u8* qs, const u8* qh, const u8* dm, const u8* xh, const float* xsum, float* dst,
                      float* partial, u32* done, u32 m, u32 n, u32 k) {
+    GRID_DEPENDENCY_WAIT();
     mma_tile<true, 64>(qs, qh, dm, xh, xsum, dst, partial, done, m, n, k, mma_at_grid());
 }
 
@@ -362,6 +365,7 @@ extern "C" __global__ void __launch_bounds__(256)
 extern "C" __global__ void __launch_bounds__(128)
     matmul_mma_split32(const u8* qs, const u8* qh, const u8* dm, const u8* xh, const float* xsum, float* dst,
                        float* partial, u32* done, u32 m, u32 n, u32 k) {
+    GRID_DEPENDENCY_WAIT();
     mma_tile<true, 32>(qs, qh, dm, xh, xsum, dst, partial, done, m, n, k, mma_at_grid());
 }
 
@@ -400,11 +404,13 @@ __device__ __forceinline__ void mma_parts(const MmaParts& ps, const u8* xh, cons
 }
 extern "C" __global__ void __launch_bounds__(256) matmul_mma_parts(const MmaParts ps, const u8* xh, const float* xsum,
                                                                    float* partial, u32* done, u32 m, u32 k) {
+    GRID_DEPENDENCY_WAIT();
     mma_parts<64>(ps, xh, xsum, partial, done, m, k);
 }
 extern "C" __global__ void __launch_bounds__(128) matmul_mma_parts32(const MmaParts ps, const u8* xh,
                                                                      const float* xsum, float* partial, u32* done,
                                                                      u32 m, u32 k) {
+    GRID_DEPENDENCY_WAIT();
     mma_parts<32>(ps, xh, xsum, partial, done, m, k);
 }
 

@@ -30,6 +30,7 @@ __device__ __forceinline__ void quantize_q8_1_lane(float v, u64 i, u64 total, si
 }
 
 extern "C" __global__ void quantize_q8_1(const float* x, signed char* xq, float2* xds, u64 total) {
+    GRID_DEPENDENCY_WAIT();
     const u64 i = (u64)blockIdx.x * blockDim.x + threadIdx.x;
     if ((i & ~31ull) >= total) return;  // whole warps leave together
     quantize_q8_1_lane(i < total ? x[i] : 0.0f, i, total, xq, xds);

@@ -25,9 +25,11 @@ __device__ __forceinline__ void norm_row(float* x, const float* y, const float* 
 }
 
 extern "C" __global__ void rms_norm(const float* x, const float* gain, float* dst, u32 d, float eps) {
+    GRID_DEPENDENCY_WAIT();
     norm_row<false>((float*)x, nullptr, gain, dst, d, eps);  // ADD = false: x is only read
 }
 
 extern "C" __global__ void add_rms_norm(float* x, const float* y, const float* gain, float* dst, u32 d, float eps) {
+    GRID_DEPENDENCY_WAIT();
     norm_row<true>(x, y, gain, dst, d, eps);
 }

@@ -6,6 +6,7 @@
 extern "C" __global__ void rms_norm_rope(float* x, const float* gain, float eps, const u32* pos, u32 n_heads,
                                          u32 head_dim, u32 n_rot, float theta, float freq_scale, u32 neox,
                                          const float* ff) {
+    GRID_DEPENDENCY_WAIT();
     const u32 t = blockIdx.x / n_heads;
     float* h = x + (u64)blockIdx.x * head_dim;
     float sum_sq = 0.0f;

@@ -28,6 +28,7 @@ __device__ __forceinline__ void rope_head(float* h, u32 p, u32 head_dim, u32 n_r
 
 extern "C" __global__ void rope(float* x, const u32* pos, u32 n_heads, u32 head_dim, u32 n_rot, float theta,
                                 float freq_scale, u32 neox, const float* ff) {
+    GRID_DEPENDENCY_WAIT();
     const u32 t = blockIdx.x / n_heads;
     float* h = x + (u64)blockIdx.x * head_dim;
     rope_head(h, pos[t], head_dim, n_rot, theta, freq_scale, neox, 1.0f, 0, ff);

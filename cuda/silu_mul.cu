@@ -6,6 +6,7 @@
 //              (quantize_q8_1.cu, joined before this file), saving that GEMV's quantize launch; n % 32 == 0
 
 extern "C" __global__ void silu_mul(const float* gate, const float* up, float* dst, u64 n) {
+    GRID_DEPENDENCY_WAIT();
     const u64 i = (u64)blockIdx.x * blockDim.x + threadIdx.x;
     if (i < n) {
         const float g = gate[i];
@@ -15,6 +16,7 @@ extern "C" __global__ void silu_mul(const float* gate, const float* up, float* d
 
 extern "C" __global__ void silu_mul_q8(const float* gate, const float* up, float* dst, u64 n, signed char* xq,
                                        float2* xds) {
+    GRID_DEPENDENCY_WAIT();
     const u64 i = (u64)blockIdx.x * blockDim.x + threadIdx.x;
     if ((i & ~31ull) >= n) return;  // whole warps leave together
     float v = 0.0f;

@@ -151,6 +151,7 @@ __device__ void top_k_compact(const float* row, u32 vocab, u32 k, const TopKSele
 
 extern "C" __global__ void __launch_bounds__(TOP_K_THREADS) top_k(const float* x, u32* ids, float* vals, u32 vocab,
                                                                   u32 k) {
+    GRID_DEPENDENCY_WAIT();
     __shared__ TopKSelect sel;
     __shared__ u32 cand_key[TOP_K_MAX], cand_idx[TOP_K_MAX];
     // Uniform across the block, so no thread skips a barrier the others wait at.

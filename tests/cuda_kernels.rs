@@ -19,6 +19,31 @@ fn every_cuda_file_is_used() {
     }
 }
 
+/// Every kernel's first statement is `GRID_DEPENDENCY_WAIT();` (cuda/common.cuh): a recorded step
+/// launches a kernel while the one before it still runs (src/backend/cuda/graph.rs), so a kernel
+/// that touched memory before the wait would race with it. No NVRTC needed.
+#[test]
+fn every_cuda_kernel_first_waits_for_the_one_before() {
+    let dir = concat!(env!("CARGO_MANIFEST_DIR"), "/cuda");
+    let mut kernels = 0;
+    for entry in std::fs::read_dir(dir).unwrap() {
+        let path = entry.unwrap().path();
+        let text = std::fs::read_to_string(&path).unwrap();
+        for (at, _) in text.match_indices("__global__") {
+            let body = &text[at..][text[at..].find('{').expect("a kernel body") + 1..];
+            let first = body.trim_start_matches(|c: char| c.is_whitespace() || c == '\\');
+            let line = text[..at].matches('\n').count() + 1;
+            assert!(
+                first.starts_with("GRID_DEPENDENCY_WAIT();"),
+                "{}:{line}: a kernel whose first statement is not GRID_DEPENDENCY_WAIT();",
+                path.display()
+            );
+            kernels += 1;
+        }
+    }
+    assert!(kernels >= 20, "found only {kernels} kernels in {dir}");
+}
+
 /// Compiles every module and checks that it defines each entry point the registry declares.
 #[test]
 fn every_cuda_kernel_compiles_for_sm_90() {
@@ -43,8 +68,20 @@ fn compile_and_check(module: &Module) -> Vec<String> {
         Err(e) => return vec![e.to_string()],
     };
     eprintln!("compiled {}", module.name());
-    let missing = module.entries().into_iter().filter(|entry| !ptx.contains(&format!(".entry {entry}(")));
-    missing.map(|entry| format!("{}: no entry point {entry}", module.name())).collect()
+    let mut failures = Vec::new();
+    for entry in module.entries() {
+        let Some(at) = ptx.find(&format!(".entry {entry}(")) else {
+            failures.push(format!("{}: no entry point {entry}", module.name()));
+            continue;
+        };
+        // The entry's code, up to the next entry: it must hold the wait of GRID_DEPENDENCY_WAIT().
+        let code = &ptx[at + 1..];
+        let code = &code[..code.find(".entry ").unwrap_or(code.len())];
+        if !code.contains("griddepcontrol.wait") {
+            failures.push(format!("{}: {entry} has no griddepcontrol.wait", module.name()));
+        }
+    }
+    failures
 }
 
 /// The GEMV's integer NF4 levels (cuda/intn.cuh `NF4_HI`, `NF4_LO`) are round(NF4·32512) split

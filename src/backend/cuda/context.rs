@@ -92,7 +92,8 @@ impl Cuda {
             mma_counters: Mutex::default(),
             sm_count,
             scratch_generation: AtomicU64::new(0),
-            graphs: Mutex::default(),
+            // Programmatic edges are opt-in until measured on a GPU (graph.rs).
+            graphs: Mutex::new(Graphs::new(major >= 9 && std::env::var("ULTRA_CUDA_PDL").is_ok_and(|v| v == "1"))),
             graphs_enabled: std::env::var("ULTRA_CUDA_GRAPHS").map_or(true, |v| v != "0") && !profile::requested(),
             profiler: profile::requested().then(super::profile::Profiler::default),
         })

@@ -4,13 +4,21 @@
 //! and the caller skips the ops. A graph is valid while the scratch buffers it captured stay put:
 //! each scratch reallocation bumps a generation, and a graph from an older one is captured anew.
 //! `ULTRA_CUDA_GRAPHS=0` turns all of this off (every step runs eagerly).
+//!
+//! On sm_90 and later each edge from one kernel to the next becomes a programmatic edge from the
+//! upstream kernel's launch-order port: the next kernel's blocks are launched once all of the
+//! previous kernel's blocks have started, and wait in `GRID_DEPENDENCY_WAIT()` (every kernel's first
+//! statement, cuda/common.cuh) until it has finished. The launch and ramp-up of each kernel then
+//! overlap the tail of the one before, instead of following it (a kernel boundary costs ~1–1.5 µs
+//! inside a graph otherwise). Opt-in with `ULTRA_CUDA_PDL=1`: it is built and its kernels compile
+//! with the wait, but it has not yet run on a GPU (benches/notes/cuda.md, v19); by default the
+//! captured edges stay as they are and the wait returns at once.
 
 use std::collections::{HashMap, HashSet};
+use std::ptr::null_mut;
 use std::sync::Arc;
 
-use cudarc::driver::{CudaGraph, sys};
-
-use cudarc::driver::CudaStream;
+use cudarc::driver::{CudaStream, DriverError, sys};
 
 use super::driver::driver;
 use crate::backend::StepMode;
@@ -19,13 +27,113 @@ use crate::error::{Error, Result};
 /// Graphs kept at most (a few batch shapes per runner; stale ones go when the table is full).
 const MAX_GRAPHS: usize = 32;
 
+/// A captured graph and its instantiation, destroyed together. (cudarc's `CudaGraph` instantiates
+/// as capture ends, before its edges could be changed.)
+struct Graph {
+    graph: sys::CUgraph,
+    exec: sys::CUgraphExec,
+}
+
+impl Graph {
+    /// Ends the capture on `stream`; None when nothing was captured.
+    fn end_capture(stream: &CudaStream, programmatic: bool) -> std::result::Result<Option<Graph>, DriverError> {
+        stream.context().bind_to_thread()?;
+        let mut graph = null_mut();
+        // SAFETY: the stream is capturing (begin_step began it); graph receives the captured graph.
+        unsafe { sys::cuStreamEndCapture(stream.cu_stream(), &mut graph) }.result()?;
+        if graph.is_null() {
+            return Ok(None);
+        }
+        let mut g = Graph { graph, exec: null_mut() };
+        if programmatic {
+            kernel_edges_programmatic(g.graph)?;
+        }
+        // SAFETY: g.graph is a valid graph; exec receives its instantiation (freed by Drop).
+        unsafe { sys::cuGraphInstantiateWithFlags(&mut g.exec, g.graph, 0) }.result()?;
+        Ok(Some(g))
+    }
+
+    fn launch(&self, stream: &CudaStream) -> std::result::Result<(), DriverError> {
+        stream.context().bind_to_thread()?;
+        // SAFETY: exec is a live instantiation; the stream belongs to the graph's context.
+        unsafe { sys::cuGraphLaunch(self.exec, stream.cu_stream()) }.result()
+    }
+}
+
+impl Drop for Graph {
+    fn drop(&mut self) {
+        // SAFETY: both handles are owned here and freed once; errors at teardown have no one to go to.
+        unsafe {
+            if !self.exec.is_null() {
+                let _ = sys::cuGraphExecDestroy(self.exec);
+            }
+            let _ = sys::cuGraphDestroy(self.graph);
+        }
+    }
+}
+
+/// Replaces every full-completion edge between two kernel nodes of `graph` by a programmatic edge
+/// from the upstream kernel's launch-order port (module comment). Other nodes' edges stay.
+fn kernel_edges_programmatic(graph: sys::CUgraph) -> std::result::Result<(), DriverError> {
+    let mut n = 0usize;
+    // SAFETY: null arrays ask only for the edge count.
+    unsafe { sys::cuGraphGetEdges_v2(graph, null_mut(), null_mut(), null_mut(), &mut n) }.result()?;
+    let mut from = vec![null_mut(); n];
+    let mut to = vec![null_mut(); n];
+    let mut data = vec![edge(0, 0); n];
+    // SAFETY: each array holds n entries; n comes back as the number written.
+    unsafe { sys::cuGraphGetEdges_v2(graph, from.as_mut_ptr(), to.as_mut_ptr(), data.as_mut_ptr(), &mut n) }
+        .result()?;
+    let full = edge(0, 0);
+    let (mut kf, mut kt) = (Vec::new(), Vec::new());
+    for i in 0..n.min(from.len()) {
+        if data[i] == full && is_kernel(from[i])? && is_kernel(to[i])? {
+            kf.push(from[i]);
+            kt.push(to[i]);
+        }
+    }
+    if kf.is_empty() {
+        return Ok(());
+    }
+    let old = vec![full; kf.len()];
+    let new = vec![
+        edge(
+            sys::CU_GRAPH_KERNEL_NODE_PORT_LAUNCH_ORDER as u8,
+            sys::CUgraphDependencyType::CU_GRAPH_DEPENDENCY_TYPE_PROGRAMMATIC as u8
+        );
+        kf.len()
+    ];
+    // SAFETY: kf, kt, old and new hold kf.len() entries each, naming edges that exist in graph.
+    unsafe {
+        sys::cuGraphRemoveDependencies_v2(graph, kf.as_ptr(), kt.as_ptr(), old.as_ptr(), kf.len()).result()?;
+        if let Err(e) = sys::cuGraphAddDependencies_v2(graph, kf.as_ptr(), kt.as_ptr(), new.as_ptr(), kf.len()).result()
+        {
+            // A driver that refuses the edges gets the captured ones back: slower, still right.
+            eprintln!("cuda: programmatic graph edges refused ({e}); kernels stay fully serialized");
+            return sys::cuGraphAddDependencies_v2(graph, kf.as_ptr(), kt.as_ptr(), old.as_ptr(), kf.len()).result();
+        }
+        Ok(())
+    }
+}
+
+fn edge(from_port: u8, kind: u8) -> sys::CUgraphEdgeData {
+    sys::CUgraphEdgeData { from_port, to_port: 0, type_: kind, reserved: [0; 5] }
+}
+
+fn is_kernel(node: sys::CUgraphNode) -> std::result::Result<bool, DriverError> {
+    let mut kind = sys::CUgraphNodeType::CU_GRAPH_NODE_TYPE_EMPTY;
+    // SAFETY: node came from cuGraphGetEdges of a live graph.
+    unsafe { sys::cuGraphNodeGetType(node, &mut kind) }.result()?;
+    Ok(kind == sys::CUgraphNodeType::CU_GRAPH_NODE_TYPE_KERNEL)
+}
+
 /// One instantiated graph and the scratch generation it captured.
 pub(super) struct Recorded {
-    graph: CudaGraph,
+    graph: Graph,
     generation: u64,
 }
 
-// SAFETY: a CudaGraph is only touched under the `Graphs` mutex, which serializes every call on it.
+// SAFETY: a Graph is only touched under the `Graphs` mutex, which serializes every call on it.
 unsafe impl Send for Recorded {}
 
 /// Per-key state, behind one mutex in `Cuda`.
@@ -36,9 +144,16 @@ pub(super) struct Graphs {
     recorded: HashMap<u64, Recorded>,
     /// The key whose pass is being captured now, and the scratch generation when it began.
     capturing: Option<(u64, u64)>,
+    /// Kernel-to-kernel edges become programmatic (module comment).
+    programmatic: bool,
 }
 
 impl Graphs {
+    /// `programmatic`: the device has programmatic dependent launch (sm_90+) and it is wanted.
+    pub fn new(programmatic: bool) -> Graphs {
+        Graphs { programmatic, ..Graphs::default() }
+    }
+
     /// Starts the pass of `key` on `stream`; `generation` is the scratch buffers' generation now.
     pub fn begin_step(&mut self, stream: &Arc<CudaStream>, key: u64, generation: u64) -> Result<StepMode> {
         let g = self;
@@ -47,7 +162,7 @@ impl Graphs {
         }
         if let Some(r) = g.recorded.get(&key) {
             if r.generation == generation {
-                r.graph.launch().map_err(driver)?;
+                r.graph.launch(stream).map_err(driver)?;
                 return Ok(StepMode::Replayed);
             }
             g.recorded.remove(&key);
@@ -65,13 +180,13 @@ impl Graphs {
         let Some((key, generation)) = g.capturing.take() else {
             return Ok(());
         };
-        let graph = stream.end_capture(sys::CUgraphInstantiate_flags(0)).map_err(driver)?;
+        let graph = Graph::end_capture(stream, g.programmatic).map_err(driver)?;
         let Some(graph) = graph.filter(|_| ok) else {
             // A failed pass is not recorded (and its captured launches never run).
             return Ok(());
         };
         // Nothing ran while capturing: run the pass now.
-        graph.launch().map_err(driver)?;
+        graph.launch(stream).map_err(driver)?;
         if g.recorded.len() >= MAX_GRAPHS {
             g.recorded.clear();
             g.seen.clear();
