@@ -46,12 +46,19 @@ impl Columns {
     pub unsafe fn write_run(&self, i: usize, values: &[f32]) {
         assert!(i.checked_add(values.len()).is_some_and(|end| end <= self.len), "matmul: output index out of range");
         // SAFETY: in bounds (checked above); exclusive per the caller's contract.
-        unsafe {
-            match <&[f32; 16]>::try_from(values) {
-                // A whole panel's run as one 64-byte store, not a memmove call (panels.rs).
-                Ok(run) => self.ptr.add(i).cast::<[f32; 16]>().write_unaligned(*run),
-                Err(_) => self.ptr.add(i).copy_from_nonoverlapping(values.as_ptr(), values.len()),
-            }
-        };
+        unsafe { self.ptr.add(i).copy_from_nonoverlapping(values.as_ptr(), values.len()) };
+    }
+
+    /// Elements i..i + 16 = values: one 64-byte store. (A run of variable length, even when 16,
+    /// became a `memcpy` call, with `vzeroupper` and vector spills around it, in the panel GEMM's
+    /// loop; benches/notes/cpu.md.)
+    ///
+    /// # Safety
+    /// As [`Columns::write`], for each of those elements.
+    #[cfg_attr(not(target_arch = "x86_64"), allow(dead_code))] // the panel GEMM's (AVX-512 only)
+    pub unsafe fn write16(&self, i: usize, values: &[f32; 16]) {
+        assert!(i.checked_add(16).is_some_and(|end| end <= self.len), "matmul: output index out of range");
+        // SAFETY: in bounds (checked above); exclusive per the caller's contract.
+        unsafe { self.ptr.add(i).cast::<[f32; 16]>().write_unaligned(*values) };
     }
 }

@@ -50,8 +50,9 @@ mod reference;
 #[cfg_attr(not(any(target_arch = "x86_64", target_arch = "aarch64")), allow(dead_code, unused_macros, unused_imports))]
 mod tags;
 
-#[cfg(target_arch = "x86_64")]
 use std::cell::RefCell;
+#[cfg(target_arch = "x86_64")]
+use std::mem::MaybeUninit;
 
 use rayon::prelude::*;
 
@@ -370,14 +371,31 @@ pub fn quantize_row(x: &[f32], out: &mut [XChunk]) {
 const PAR_QUANTIZE_ROWS: usize = 16;
 
 /// x [m, k] quantized row by row: [m · chunks(k)].
+///
+/// Each row's task zeroes its own chunks before quantizing them: a prompt's chunks are megabytes
+/// (448 bytes per 64 values), and `vec![ZERO; ..]` zeroed them on one thread while the others
+/// waited (benches/notes/cpu.md).
 pub fn quantize(x: &[f32], m: usize, k: usize) -> Vec<XChunk> {
     let c = chunks(k);
-    let mut out = vec![XChunk::ZERO; m * c];
-    if m >= PAR_QUANTIZE_ROWS {
-        out.par_chunks_mut(c).zip(x.par_chunks(k)).for_each(|(o, row)| quantize_row(row, o));
-    } else {
-        out.chunks_mut(c).zip(x.chunks(k)).for_each(|(o, row)| quantize_row(row, o));
+    assert_eq!(x.len(), m * k, "q8::quantize: x is not [m, k]");
+    if c == 0 || m == 0 {
+        return Vec::new();
     }
+    let mut out = Vec::with_capacity(m * c);
+    let row = |(o, x): (&mut [MaybeUninit<XChunk>], &[f32])| {
+        o.fill(MaybeUninit::new(XChunk::ZERO));
+        // SAFETY: every element of o was initialized just above.
+        let o = unsafe { std::slice::from_raw_parts_mut(o.as_mut_ptr().cast::<XChunk>(), o.len()) };
+        quantize_row(x, o);
+    };
+    let spare = &mut out.spare_capacity_mut()[..m * c];
+    if m >= PAR_QUANTIZE_ROWS {
+        spare.par_chunks_mut(c).zip(x.par_chunks(k)).for_each(row);
+    } else {
+        spare.chunks_mut(c).zip(x.chunks(k)).for_each(row);
+    }
+    // SAFETY: x holds m rows of k (asserted), so each of the m rows of c chunks was initialized.
+    unsafe { out.set_len(m * c) };
     out
 }
 

@@ -52,7 +52,13 @@ pub unsafe fn tile(
             let j = cols.start + p * PANEL_ROWS;
             let len = PANEL_ROWS.min(cols.end - j);
             // SAFETY: columns j..j + len belong to this task (the caller's contract).
-            unsafe { out.write_run(i * n + j, &v[..len]) };
+            unsafe {
+                if len == PANEL_ROWS {
+                    out.write16(i * n + j, v);
+                } else {
+                    out.write_run(i * n + j, &v[..len]);
+                }
+            }
         });
     });
 }

@@ -16,6 +16,8 @@
 //! `INT8_MAX_M` rows agree bit for bit; below it the decode path's lane definition runs instead.
 #![cfg_attr(not(target_arch = "x86_64"), allow(dead_code))] // its only kernel is AVX-512's (panels_avx512.rs)
 
+use rayon::prelude::*;
+
 use super::reference::unpack_chunk;
 use super::{Kind, WChunk, XChunk};
 
@@ -62,17 +64,21 @@ pub const fn handles(kind: Kind) -> bool {
 
 /// The blocks of quantized activation rows (c chunks each, `blocks` blocks of 32 values each) as
 /// XBlocks: [rows, blocks].
+/// Rows go to the thread pool: on one thread this held the other cores up before every panel GEMM.
 pub fn x_blocks(kind: Kind, x: &[XChunk], c: usize, blocks: usize) -> Vec<XBlock> {
     let shift = kind.offset_shift();
-    let mut out = Vec::with_capacity(x.len() / c * blocks);
-    for row in x.chunks_exact(c) {
-        for b in 0..blocks {
+    let mut out = vec![XBlock::default(); x.len() / c * blocks];
+    if blocks == 0 {
+        return out;
+    }
+    out.par_chunks_mut(blocks).zip(x.par_chunks_exact(c)).for_each(|(out, row)| {
+        for (b, o) in out.iter_mut().enumerate() {
             let (chunk, half) = (&row[b / 2], b % 2);
             let qsum: i32 = block_lanes(half).iter().map(|&l| chunk.sum4[l]).sum();
             let corr = shift.map_or(0, |s| qsum << s);
-            out.push(XBlock { corr, dx: chunk.dx[4 * half], s: chunk.s[4 * half] });
+            *o = XBlock { corr, dx: chunk.dx[4 * half], s: chunk.s[4 * half] };
         }
-    }
+    });
     out
 }
 
