@@ -41,7 +41,9 @@ pub unsafe fn tile(
     let (c, blocks) = (x.len() / m, xb.len() / m);
     SCRATCH.with_borrow_mut(|(row, panels)| {
         row.resize(c, WChunk::ZERO);
-        panels.clear();
+        // No zeroing: fill_row overwrites every row in cols, and the last panel's rows past it
+        // keep what an earlier tile left (or zeros): the kernel's lanes are independent and
+        // those rows' outputs are never written.
         panels.resize(cols.len().div_ceil(PANEL_ROWS) * c, PanelChunk::ZERO);
         for (r, j) in cols.clone().enumerate() {
             super::avx512::unpack_row(kind, w.row(j), row);
