@@ -50,8 +50,8 @@ mod reference;
 #[cfg_attr(not(any(target_arch = "x86_64", target_arch = "aarch64")), allow(dead_code, unused_macros, unused_imports))]
 mod tags;
 
-use std::cell::RefCell;
 #[cfg(target_arch = "x86_64")]
+use std::cell::RefCell;
 use std::mem::MaybeUninit;
 
 use rayon::prelude::*;
