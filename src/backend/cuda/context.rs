@@ -9,7 +9,7 @@ use std::sync::{Arc, Mutex, MutexGuard};
 use cudarc::driver::{CudaContext, CudaFunction, CudaModule, CudaSlice, CudaStream, LaunchConfig};
 
 use super::driver::driver;
-use super::graph::Graphs;
+use super::graph::{Graphs, Pdl};
 use super::kernels::Module;
 use super::profile;
 
@@ -92,8 +92,7 @@ impl Cuda {
             mma_counters: Mutex::default(),
             sm_count,
             scratch_generation: AtomicU64::new(0),
-            // Programmatic edges are opt-in until measured on a GPU (graph.rs).
-            graphs: Mutex::new(Graphs::new(major >= 9 && std::env::var("ULTRA_CUDA_PDL").is_ok_and(|v| v == "1"))),
+            graphs: Mutex::new(Graphs::new(if major >= 9 { Pdl::from_env() } else { Pdl::Off })),
             graphs_enabled: std::env::var("ULTRA_CUDA_GRAPHS").map_or(true, |v| v != "0") && !profile::requested(),
             profiler: profile::requested().then(super::profile::Profiler::default),
         })

@@ -10,9 +10,11 @@
 //! previous kernel's blocks have started, and wait in `GRID_DEPENDENCY_WAIT()` (every kernel's first
 //! statement, cuda/common.cuh) until it has finished. The launch and ramp-up of each kernel then
 //! overlap the tail of the one before, instead of following it (a kernel boundary costs ~1–1.5 µs
-//! inside a graph otherwise). Opt-in with `ULTRA_CUDA_PDL=1`: it is built and its kernels compile
-//! with the wait, but it has not yet run on a GPU (benches/notes/cuda.md, v19); by default the
-//! captured edges stay as they are and the wait returns at once.
+//! inside a graph otherwise). `Pdl` says which recorded steps get these edges: by default one-token
+//! steps that read less than `PDL_MAX_WEIGHT_BYTES` of weights, whose kernels are short enough
+//! for the boundaries to be a large share of the step. On an H100 that won 8-9% on SmolLM2's shape
+//! and 2-4% on llama-1b's, and lost 2% on llama-8b's at batch 1, 12% at batch 8 and 1-6% on
+//! prefill (benches/notes/cuda.md, v21). Without the edges the wait returns at once.
 
 use std::collections::{HashMap, HashSet};
 use std::ptr::null_mut;
@@ -26,6 +28,38 @@ use crate::error::{Error, Result};
 
 /// Graphs kept at most (a few batch shapes per runner; stale ones go when the table is full).
 const MAX_GRAPHS: usize = 32;
+/// `Pdl::Decode`'s limits: tokens per step, and weight bytes its matmuls read (between llama-1b
+/// Q4_0's 0.7 GB, which gained, and llama-8b's 4.2 GB, which lost).
+const PDL_MAX_TOKENS: usize = 1;
+const PDL_MAX_WEIGHT_BYTES: u64 = 2 << 30;
+
+/// Which recorded steps get programmatic kernel edges (module comment). `ULTRA_CUDA_PDL=0` turns
+/// them off, `=1` puts them on every step; the default is `Decode`. Only for sm_90 and later.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Default)]
+pub(super) enum Pdl {
+    #[default]
+    Off,
+    Decode,
+    All,
+}
+
+impl Pdl {
+    pub fn from_env() -> Pdl {
+        match std::env::var("ULTRA_CUDA_PDL").as_deref() {
+            Ok("0") => Pdl::Off,
+            Ok("1") => Pdl::All,
+            _ => Pdl::Decode,
+        }
+    }
+
+    fn applies(self, tokens: usize, weight_bytes: u64) -> bool {
+        match self {
+            Pdl::Off => false,
+            Pdl::Decode => tokens <= PDL_MAX_TOKENS && weight_bytes < PDL_MAX_WEIGHT_BYTES,
+            Pdl::All => true,
+        }
+    }
+}
 
 /// A captured graph and its instantiation, destroyed together. (cudarc's `CudaGraph` instantiates
 /// as capture ends, before its edges could be changed.)
@@ -142,20 +176,35 @@ pub(super) struct Graphs {
     /// Keys that ran eagerly once (the next pass with the key is captured).
     seen: HashSet<u64>,
     recorded: HashMap<u64, Recorded>,
-    /// The key whose pass is being captured now, and the scratch generation when it began.
-    capturing: Option<(u64, u64)>,
-    /// Kernel-to-kernel edges become programmatic (module comment).
-    programmatic: bool,
+    capturing: Option<Capture>,
+    pdl: Pdl,
+}
+
+/// The pass being captured now.
+struct Capture {
+    key: u64,
+    /// The scratch buffers' generation when it began.
+    generation: u64,
+    tokens: usize,
+    /// Bytes of the weights its matmuls read (`note_weights`).
+    weight_bytes: u64,
 }
 
 impl Graphs {
-    /// `programmatic`: the device has programmatic dependent launch (sm_90+) and it is wanted.
-    pub fn new(programmatic: bool) -> Graphs {
-        Graphs { programmatic, ..Graphs::default() }
+    /// `pdl`: which steps get programmatic edges (`Off` where the device lacks them, before sm_90).
+    pub fn new(pdl: Pdl) -> Graphs {
+        Graphs { pdl, ..Graphs::default() }
     }
 
-    /// Starts the pass of `key` on `stream`; `generation` is the scratch buffers' generation now.
-    pub fn begin_step(&mut self, stream: &Arc<CudaStream>, key: u64, generation: u64) -> Result<StepMode> {
+    /// Starts the pass of `key` (`tokens` rows) on `stream`; `generation` is the scratch buffers'
+    /// generation now.
+    pub fn begin_step(
+        &mut self,
+        stream: &Arc<CudaStream>,
+        key: u64,
+        generation: u64,
+        tokens: usize,
+    ) -> Result<StepMode> {
         let g = self;
         if g.capturing.is_some() {
             return Err(Error::InvalidArgument("begin_step: the previous step was not ended".into()));
@@ -170,17 +219,24 @@ impl Graphs {
             return Ok(StepMode::Run);
         }
         stream.begin_capture(sys::CUstreamCaptureMode::CU_STREAM_CAPTURE_MODE_RELAXED).map_err(driver)?;
-        g.capturing = Some((key, generation));
+        g.capturing = Some(Capture { key, generation, tokens, weight_bytes: 0 });
         Ok(StepMode::Run)
+    }
+
+    /// A matmul of the pass being captured read `bytes` of weights.
+    pub fn note_weights(&mut self, bytes: u64) {
+        if let Some(c) = &mut self.capturing {
+            c.weight_bytes += bytes;
+        }
     }
 
     /// Ends the pass `begin_step` started: a captured pass becomes a graph and runs now.
     pub fn end_step(&mut self, stream: &Arc<CudaStream>, ok: bool) -> Result<()> {
         let g = self;
-        let Some((key, generation)) = g.capturing.take() else {
+        let Some(Capture { key, generation, tokens, weight_bytes }) = g.capturing.take() else {
             return Ok(());
         };
-        let graph = Graph::end_capture(stream, g.programmatic).map_err(driver)?;
+        let graph = Graph::end_capture(stream, g.pdl.applies(tokens, weight_bytes)).map_err(driver)?;
         let Some(graph) = graph.filter(|_| ok) else {
             // A failed pass is not recorded (and its captured launches never run).
             return Ok(());

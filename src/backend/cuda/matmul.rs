@@ -57,8 +57,12 @@ pub fn label(x: &Tensor<Cuda>, w: &Weight<Cuda>) -> (String, u64) {
     } else {
         "tile"
     };
-    let bytes = w.format.row_bytes(w.cols).unwrap_or(0) * w.rows;
-    (format!("matmul_{path} {} m{} n{} k{}", w.format.name(), x.rows, w.rows, w.cols), bytes as u64)
+    (format!("matmul_{path} {} m{} n{} k{}", w.format.name(), x.rows, w.rows, w.cols), weight_bytes(w))
+}
+
+/// Bytes of `w`'s blocks: what a matmul must read of it.
+pub fn weight_bytes(w: &Weight<Cuda>) -> u64 {
+    (w.format.row_bytes(w.cols).unwrap_or(0) * w.rows) as u64
 }
 
 /// Profile row of a fused op ending in a matmul (`silu_mul_matmul`).
