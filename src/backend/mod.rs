@@ -241,8 +241,7 @@ pub trait Backend: Send + Sync + Sized + 'static {
     /// the caller) before this call differ. A backend may record the first such pass and replay
     /// it (CUDA graphs), returning `Replayed`; CPU and wgpu always answer `Run`. Steps on one
     /// backend must not overlap: while one is recorded, any other launch would be recorded too.
-    /// `tokens`: the pass's token rows (a recording may be built differently for decode steps).
-    fn begin_step(&self, key: u64, tokens: usize) -> Result<StepMode>;
+    fn begin_step(&self, key: u64) -> Result<StepMode>;
     /// Ends the pass `begin_step` started; `ok` is false when an op failed (nothing is recorded).
     fn end_step(&self, ok: bool) -> Result<()>;
 

@@ -245,7 +245,7 @@ impl<B: Backend> Runner<B> {
         //
         // All inputs are written (and their indices checked, by `check` and the cache) before
         // `begin_step`, into buffers of this shape, so a backend may replay a recorded pass.
-        if be.begin_step(a.step_key, h.ids.len())? == StepMode::Run {
+        if be.begin_step(a.step_key)? == StepMode::Run {
             let (model, cache) = (&self.model, &mut self.cache);
             let done = rayon::scope(|_| model.forward_observed(be, cache, a, observe));
             be.end_step(done.is_ok())?;

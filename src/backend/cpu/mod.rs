@@ -175,7 +175,7 @@ impl Backend for Cpu {
     fn weight_slot(&self, _: &()) -> Result<Weight<Cpu>> { Err(no_offload()) }
     fn stream_weights(&self, _: &[(&(), &Weight<Cpu>)]) -> Result<()> { Err(no_offload()) }
     fn wait_fence(&self, _: ()) -> Result<()> { Ok(()) }
-    fn begin_step(&self, _key: u64, _tokens: usize) -> Result<StepMode> { Ok(StepMode::Run) }
+    fn begin_step(&self, _key: u64) -> Result<StepMode> { Ok(StepMode::Run) }
     fn end_step(&self, _ok: bool) -> Result<()> { Ok(()) }
 
     fn matmul(&self, x: &Tensor<Cpu>, w: &Weight<Cpu>, dst: &mut Tensor<Cpu>) -> Result<()> { matmul::matmul(x, w, dst, self.activations) }

@@ -185,8 +185,10 @@ struct Capture {
     key: u64,
     /// The scratch buffers' generation when it began.
     generation: u64,
+    /// Its token rows: the most rows of x any of its matmuls took (`note_matmul`; the output
+    /// matmul may take fewer).
     tokens: usize,
-    /// Bytes of the weights its matmuls read (`note_weights`).
+    /// Bytes of the weights its matmuls read.
     weight_bytes: u64,
 }
 
@@ -196,15 +198,8 @@ impl Graphs {
         Graphs { pdl, ..Graphs::default() }
     }
 
-    /// Starts the pass of `key` (`tokens` rows) on `stream`; `generation` is the scratch buffers'
-    /// generation now.
-    pub fn begin_step(
-        &mut self,
-        stream: &Arc<CudaStream>,
-        key: u64,
-        generation: u64,
-        tokens: usize,
-    ) -> Result<StepMode> {
+    /// Starts the pass of `key` on `stream`; `generation` is the scratch buffers' generation now.
+    pub fn begin_step(&mut self, stream: &Arc<CudaStream>, key: u64, generation: u64) -> Result<StepMode> {
         let g = self;
         if g.capturing.is_some() {
             return Err(Error::InvalidArgument("begin_step: the previous step was not ended".into()));
@@ -219,14 +214,15 @@ impl Graphs {
             return Ok(StepMode::Run);
         }
         stream.begin_capture(sys::CUstreamCaptureMode::CU_STREAM_CAPTURE_MODE_RELAXED).map_err(driver)?;
-        g.capturing = Some(Capture { key, generation, tokens, weight_bytes: 0 });
+        g.capturing = Some(Capture { key, generation, tokens: 0, weight_bytes: 0 });
         Ok(StepMode::Run)
     }
 
-    /// A matmul of the pass being captured read `bytes` of weights.
-    pub fn note_weights(&mut self, bytes: u64) {
+    /// A matmul of the pass being captured took `rows` rows of x and read `weight_bytes`.
+    pub fn note_matmul(&mut self, rows: usize, weight_bytes: u64) {
         if let Some(c) = &mut self.capturing {
-            c.weight_bytes += bytes;
+            c.tokens = c.tokens.max(rows);
+            c.weight_bytes += weight_bytes;
         }
     }
 

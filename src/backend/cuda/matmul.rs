@@ -75,7 +75,7 @@ pub fn label_fused(first: &str, x: &Tensor<Cuda>, w: &Weight<Cuda>) -> (String, 
 pub fn label_many(x: &Tensor<Cuda>, parts: &[Part]) -> (String, u64) {
     let Some((w, _)) = parts.first() else { return ("matmuls (none)".into(), 0) };
     let (name, _) = label(x, w);
-    let bytes = parts.iter().map(|(w, _)| label(x, w).1).sum();
+    let bytes = parts.iter().map(|(w, _)| weight_bytes(w)).sum();
     (format!("{name} ×{}", parts.len()), bytes)
 }
 

@@ -32,9 +32,9 @@ impl Cuda {
         profile::timed(self.profiler.as_ref(), &self.stream, label, run)
     }
 
-    /// Counts a matmul's weight bytes toward the step being recorded (graph.rs: `Pdl`).
-    fn note_weights(&self, bytes: u64) {
-        context::lock(&self.graphs).note_weights(bytes);
+    /// Tells the step being recorded of a matmul: its rows of x and its weights' bytes (graph.rs: `Pdl`).
+    fn note_matmul(&self, rows: usize, weight_bytes: u64) {
+        context::lock(&self.graphs).note_matmul(rows, weight_bytes);
     }
 }
 
@@ -81,23 +81,23 @@ impl Backend for Cuda {
     fn wait_fence(&self, fence: Self::Fence) -> Result<()> {
         offload::wait_fence(self, fence)
     }
-    fn begin_step(&self, key: u64, tokens: usize) -> Result<StepMode> {
+    fn begin_step(&self, key: u64) -> Result<StepMode> {
         if !self.graphs_enabled || self.pageable.load(std::sync::atomic::Ordering::Relaxed) {
             return Ok(StepMode::Run);
         }
         let generation = self.scratch_generation.load(std::sync::atomic::Ordering::Relaxed);
-        context::lock(&self.graphs).begin_step(&self.stream, key, generation, tokens)
+        context::lock(&self.graphs).begin_step(&self.stream, key, generation)
     }
     fn end_step(&self, ok: bool) -> Result<()> {
         context::lock(&self.graphs).end_step(&self.stream, ok)
     }
 
     fn matmul(&self, x: &Tensor<Self>, w: &Weight<Self>, dst: &mut Tensor<Self>) -> Result<()> {
-        self.note_weights(matmul::weight_bytes(w));
+        self.note_matmul(x.rows, matmul::weight_bytes(w));
         self.op(|| matmul::label(x, w), || matmul::matmul(self, x, w, dst))
     }
     fn matmuls(&self, x: &Tensor<Self>, parts: &mut [(&Weight<Self>, &mut Tensor<Self>)]) -> Result<()> {
-        self.note_weights(parts.iter().map(|(w, _)| matmul::weight_bytes(w)).sum());
+        self.note_matmul(x.rows, parts.iter().map(|(w, _)| matmul::weight_bytes(w)).sum());
         let label = self.profiler.as_ref().map(|_| matmul::label_many(x, parts)).unwrap_or_default();
         self.op(|| label, || matmul::matmuls(self, x, parts))
     }
@@ -151,7 +151,7 @@ impl Backend for Cuda {
         hidden: &mut Tensor<Self>,
         dst: &mut Tensor<Self>,
     ) -> Result<()> {
-        self.note_weights(matmul::weight_bytes(w));
+        self.note_matmul(hidden.rows, matmul::weight_bytes(w));
         let label = self.profiler.as_ref().map(|_| matmul::label_fused("silu_mul", hidden, w)).unwrap_or_default();
         self.op(|| label, || matmul::silu_mul_matmul(self, gate, up, w, hidden, dst))
     }

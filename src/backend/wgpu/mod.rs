@@ -164,7 +164,7 @@ impl Backend for Wgpu {
     fn wait_fence(&self, _fence: ()) -> Result<()> {
         Ok(()) // one queue: the copies precede every dispatch recorded after them
     }
-    fn begin_step(&self, _key: u64, _tokens: usize) -> Result<StepMode> {
+    fn begin_step(&self, _key: u64) -> Result<StepMode> {
         Ok(StepMode::Run)
     }
     fn end_step(&self, _ok: bool) -> Result<()> {
