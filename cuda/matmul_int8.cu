@@ -34,9 +34,6 @@ __device__ __forceinline__ float block_dot(const u8* qs, const u8* qh, const u8*
 // Tensor-core path (matmul_mma.cu): the group's header word per k step; B fragments as Q8_0's.
 #define QH_BYTES 0
 #define SC_BYTES 4
-#define HAS_M 1
-#define SUB16 0
-#define XSUM_HALVES 0
 __device__ __forceinline__ u64 sc_offset(u64 blk) { return (blk >> INTN_SHIFT) * 4; }
 __device__ __forceinline__ float4 mma_scale(const u32* sc, u64 blk) {
     const float2 dz = intn_dz(sc[0]);

@@ -29,9 +29,6 @@ __device__ __forceinline__ float block_dot(const u8* qs, const u8* qh, const u8*
 // Tensor-core path (matmul_mma.cu): the block's header word per k step; B fragments from the f16 levels.
 #define QH_BYTES 0
 #define SC_BYTES 4
-#define HAS_M 0
-#define SUB16 0
-#define XSUM_HALVES 0
 #define MMA_B_F16 1
 __device__ __forceinline__ u64 sc_offset(u64 blk) { return (blk >> INTN_SHIFT) * 4; }
 __device__ __forceinline__ float4 mma_scale(const u32* sc, u64 blk) {

@@ -45,12 +45,9 @@ __device__ __forceinline__ float block_dot(const u8* qs, const u8* qh, const u8*
 }
 
 // Tensor-core path (matmul_mma.cu): the super-block's 20-byte record per k step; a scale and a min per
-// 16-value half (so Σ x per half: XSUM_HALVES).
+// 16-value half.
 #define QH_BYTES 0
 #define SC_BYTES 20
-#define HAS_M 1
-#define SUB16 1
-#define XSUM_HALVES 1
 __device__ __forceinline__ u64 sc_offset(u64 blk) { return blk / 8 * 20; }
 // sc: the record as 5 words in registers.
 __device__ __forceinline__ float4 mma_scale(const u32* sc, u64 blk) {

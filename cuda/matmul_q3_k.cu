@@ -60,9 +60,6 @@ __device__ __forceinline__ float block_dot(const u8* qs, const u8* qh, const u8*
 // Tensor-core path (matmul_mma.cu): the super-block's 16-byte record per k step; a scale per 16-value half.
 #define QH_BYTES 4
 #define SC_BYTES 16
-#define HAS_M 0
-#define SUB16 1
-#define XSUM_HALVES 0
 __device__ __forceinline__ u64 sc_offset(u64 blk) { return blk / 8 * 16; }
 __device__ __forceinline__ float4 mma_scale(const u32* sc, u64 blk) {
     const float2 s = q3_k_scales(make_uint4(sc[0], sc[1], sc[2], sc[3]), blk);

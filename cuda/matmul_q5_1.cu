@@ -25,9 +25,6 @@ __device__ __forceinline__ float block_dot(const u8* qs, const u8* qh, const u8*
 // fifth bits of a block: b0 = values 4t..4t+3, b1 = values 16+4t..16+4t+3, as int8 q (0..31).
 #define QH_BYTES 4
 #define SC_BYTES 4
-#define HAS_M 1
-#define SUB16 0
-#define XSUM_HALVES 0
 // The block's dm word: f16 d | f16 m << 16.
 __device__ __forceinline__ u64 sc_offset(u64 blk) { return blk * 4; }
 __device__ __forceinline__ float4 mma_scale(const u32* sc, u64 blk) {

@@ -27,9 +27,6 @@ __device__ __forceinline__ float block_dot(const u8* qs, const u8* qh, const u8*
 // Tensor-core path (matmul_mma.cu): the super-block's 16-byte record per k step; B fragments as Q5_1's.
 #define QH_BYTES 4
 #define SC_BYTES 16
-#define HAS_M 1
-#define SUB16 0
-#define XSUM_HALVES 0
 __device__ __forceinline__ u64 sc_offset(u64 blk) { return blk / 8 * 16; }
 __device__ __forceinline__ float4 mma_scale(const u32* sc, u64 blk) {
     const float2 s = k4_scales(make_uint4(sc[0], sc[1], sc[2], sc[3]), blk);

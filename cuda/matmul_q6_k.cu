@@ -53,9 +53,6 @@ __device__ __forceinline__ float block_dot(const u8* qs, const u8* qh, const u8*
 // Tensor-core path (matmul_mma.cu): the super-block's 20-byte record per k step; a scale per 16-value half.
 #define QH_BYTES 8
 #define SC_BYTES 20
-#define HAS_M 0
-#define SUB16 1
-#define XSUM_HALVES 0
 __device__ __forceinline__ u64 sc_offset(u64 blk) { return blk / 8 * 20; }
 // sc: the record as 5 words in registers.
 __device__ __forceinline__ float4 mma_scale(const u32* sc, u64 blk) {

@@ -165,6 +165,7 @@ registry! {
         MATMUL_MMA_SPLIT32 = "matmul_mma_split32",
         MATMUL_MMA_PARTS = "matmul_mma_parts",
         MATMUL_MMA_PARTS32 = "matmul_mma_parts32",
+        MATMUL_MMA_PARTS_WHOLE = "matmul_mma_parts_whole",
     }
     Embed: ["embed.cu"] => { EMBED = "embed" }
     }
@@ -182,6 +183,7 @@ impl Module {
             entry::MATMUL_MMA_SPLIT32,
             entry::MATMUL_MMA_PARTS,
             entry::MATMUL_MMA_PARTS32,
+            entry::MATMUL_MMA_PARTS_WHOLE,
         ];
         self.declared().iter().copied().filter(|e| !(float_matmul && mma.contains(e))).collect()
     }

@@ -2,8 +2,9 @@
 //! m ≤ 8 (decode, small batches): a GEMV with warp-per-row(s); for quantized weights the
 //! activations are first quantized to int8 blocks (`cuda/quantize_q8_1.cu`) and the dot products
 //! use dp4a, as llama.cpp's MMVQ. m > 8 (prefill, batches, speculative verification): quantized
-//! weights go through f16 tensor cores (`cuda/matmul_mma.cu`: exact integer quants, x rounded to
-//! f16, f32 accumulation, scales applied per block; split over k, `matmul_mma_split`, for m ≤ 256
+//! weights go through f16 tensor cores (`cuda/matmul_mma.cu`: x and each weight rounded to f16, the
+//! block scales folded into the weights as they are decoded, f32 accumulation over all of k; split
+//! over k, `matmul_mma_split`, for m ≤ 256
 //! when the tiles would not fill the GPU, with a 32-row tile, `matmul_mma_split32`, up to m = 64);
 //! float weights through a shared-memory tiled
 //! GEMM in f32 (`matmul_tile`). An int8 tensor-core variant (x quantized as for the GEMV) beat SIMT
@@ -31,9 +32,11 @@ const VEC_THREADS: u32 = 128;
 /// loads a pair shares outweigh the blocks it gives up sooner, and at m = 8 always
 /// (benches/notes/cuda.md, v18).
 const VEC_PAIR_BLOCKS_PER_SM: [u32; 3] = [8, 6, 0];
-/// Output tile of matmul_mma: MMA_BM activation rows × MMA_BN weight rows (cuda/matmul_mma.cu).
+/// Output tile of matmul_mma: MMA_BM activation rows × MMA_BN weight rows (cuda/matmul_mma.cu), computed
+/// by MMA_THREADS threads (every tile size).
 const MMA_BM: u32 = 64;
 const MMA_BN: u32 = 128;
+const MMA_THREADS: u32 = 128;
 /// Split-K of matmul_mma for m ≤ MMA_SPLIT_MAX_M (batched decode): split k until the grid has about
 /// MMA_BLOCKS_PER_SM blocks per SM (32 decode rows give one tile row: 32 tiles for a 4096-row
 /// weight), each split at least MMA_MIN_SPLIT_BLOCKS 32-value blocks of k. Prefill (m 512) kept its
@@ -41,7 +44,7 @@ const MMA_BN: u32 = 128;
 const MMA_SPLIT_MAX_M: u32 = 256;
 const MMA_BLOCKS_PER_SM: u32 = 2;
 const MMA_MIN_SPLIT_BLOCKS: u32 = 8;
-/// m ≤ MMA32_MAX_M takes matmul_mma_split32: a 32-row tile (half the threads), so a batch of 32
+/// m ≤ MMA32_MAX_M takes matmul_mma_split32: a 32-row tile, so a batch of 32
 /// fills its tile instead of half of one; split for about MMA32_BLOCKS_PER_SM blocks per SM (1, 3 and 4
 /// were slower at B = 32 and 64 on llama-8b; benches/notes/cuda.md, v12).
 const MMA32_MAX_M: u32 = 64;
@@ -97,8 +100,8 @@ pub fn matmul(cuda: &Cuda, x: &Tensor<Cuda>, w: &Weight<Cuda>, dst: &mut Tensor<
 
 /// Several matmuls of one x. For m ≤ 8 (decode) x is quantized once for all of them and each run
 /// of up to three consecutive weights of one format is one GEMV launch (q, k, v; gate, up); larger
-/// m: one split tensor-core launch for all of them where [`matmul_mma_parts`] takes them, else one
-/// matmul each.
+/// m: one tensor-core launch for all of them where [`matmul_mma_parts`] takes them, else one matmul
+/// each.
 pub fn matmuls(cuda: &Cuda, x: &Tensor<Cuda>, parts: &mut [Part]) -> Result<()> {
     if x.rows > VEC_MAX_M {
         if matmul_mma_parts(cuda, x, parts)? {
@@ -239,23 +242,19 @@ fn gemv(cuda: &Cuda, x: &Tensor<Cuda>, parts: &mut [Part], (xq, xds): (u64, u64)
     Ok(())
 }
 
-/// Queues matmul_mma_prep of x for weights of `format` into q8_scratch: xh f16 [m][k], then xsum f32
-/// [m][k/32] from the returned offset, 16-byte aligned (Q2_K: a sum per 16 values, its mins being per
-/// 16; matmul_q2_k.cu's XSUM_HALVES).
-fn mma_prep<'a>(cuda: &'a Cuda, x: &Tensor<Cuda>, format: Format) -> Result<(ScratchGuard<'a>, usize)> {
+/// Queues matmul_mma_prep of x into q8_scratch: xh f16 [m][k], each 16-value group in the fragment
+/// order cuda/matmul_mma.cu's Layout gives.
+fn mma_prep<'a>(cuda: &'a Cuda, x: &Tensor<Cuda>, format: Format) -> Result<ScratchGuard<'a>> {
     let total = x.len() as u64;
-    let xsum_at = (x.len() * 2).next_multiple_of(16);
-    let sum_span = if format == Format::Q2_K { 16 } else { Q8_BLOCK };
-    let mut guard = cuda.scratch(&cuda.q8_scratch, xsum_at + x.len() / sum_span * 4)?;
-    let scratch = guard.as_mut().expect("scratch allocated");
-    let (mut xh, mut xsum) = scratch.split_at_mut(xsum_at);
+    let mut guard = cuda.scratch(&cuda.q8_scratch, x.len() * 2)?;
+    let xh = guard.as_mut().expect("scratch allocated");
     let prep = cuda.function(Module::Matmul(format), entry::MATMUL_MMA_PREP)?;
     let mut l = cuda.stream.launch_builder(&prep);
-    l.arg(&x.buf.dev).arg(&mut xh).arg(&mut xsum).arg(&total);
-    // SAFETY: arguments match matmul_mma_prep in cuda/matmul_mma.cu; x holds total floats, xh
-    // total halves, xsum total / sum_span floats (k is a multiple of 32 for quantized formats).
+    l.arg(&x.buf.dev).arg(xh).arg(&total);
+    // SAFETY: arguments match matmul_mma_prep in cuda/matmul_mma.cu; x holds total floats, xh total
+    // halves (k is a multiple of 32 for quantized formats, so every 16-value group is whole).
     unsafe { l.launch(grid_1d(total, 256)?) }.map_err(driver)?;
-    Ok((guard, xsum_at))
+    Ok(guard)
 }
 
 type ScratchGuard<'a> = MutexGuard<'a, Option<CudaSlice<u8>>>;
@@ -264,21 +263,20 @@ type ScratchGuard<'a> = MutexGuard<'a, Option<CudaSlice<u8>>>;
 fn matmul_mma(cuda: &Cuda, x: &Tensor<Cuda>, w: &Weight<Cuda>, dst: &mut Tensor<Cuda>) -> Result<()> {
     let (m, n, k) = (x.rows as u32, w.rows as u32, w.cols as u32);
     let module = Module::Matmul(w.format);
-    let (mut guard, xsum_at) = mma_prep(cuda, x, w.format)?;
-    let scratch = guard.as_mut().expect("scratch allocated");
-    let (mut xh, mut xsum) = scratch.split_at_mut(xsum_at);
-    let (name, bm, (tiles_n, tiles_m, splits)) = mma_plan(cuda.sm_count, m, n, k);
-    let (grid_dim, block_dim) = ((tiles_n, tiles_m, splits), (4 * bm, 1, 1));
+    let mut guard = mma_prep(cuda, x, w.format)?;
+    let xh = guard.as_mut().expect("scratch allocated");
+    let (name, _, (tiles_n, tiles_m, splits)) = mma_plan(cuda.sm_count, m, n, k);
+    let (grid_dim, block_dim) = ((tiles_n, tiles_m, splits), (MMA_THREADS, 1, 1));
     let cfg = LaunchConfig { grid_dim, block_dim, shared_mem_bytes: 0 };
     let [qs, qh, dm] = w.storage.qs_qh_dm();
     if splits == 1 {
         let f = cuda.function(module, name)?;
         let mut l = cuda.stream.launch_builder(&f);
-        l.arg(qs).arg(qh).arg(dm).arg(&mut xh).arg(&mut xsum).arg(&mut dst.buf.dev);
+        l.arg(qs).arg(qh).arg(dm).arg(&*xh).arg(&mut dst.buf.dev);
         l.arg(&m).arg(&n).arg(&k);
         // SAFETY: arguments match matmul_mma in cuda/matmul_mma.cu; the weight arrays hold n · k / 32
         // blocks (dm padded by 16 bytes for the paired-word reads; k-quants: n · k / 256 scale records),
-        // xh m · k halves and xsum m · k / sum_span floats as written above (16-byte aligned), dst m · n floats.
+        // xh m · k halves as written above, dst m · n floats.
         unsafe { l.launch(cfg) }.map_err(driver)?;
         return Ok(());
     }
@@ -289,9 +287,9 @@ fn matmul_mma(cuda: &Cuda, x: &Tensor<Cuda>, w: &Weight<Cuda>, dst: &mut Tensor<
     let done = counters.as_mut().expect("scratch allocated");
     let f = cuda.function(module, name)?;
     let mut l = cuda.stream.launch_builder(&f);
-    l.arg(qs).arg(qh).arg(dm).arg(&mut xh).arg(&mut xsum).arg(&mut dst.buf.dev).arg(&mut *partial).arg(&mut *done);
+    l.arg(qs).arg(qh).arg(dm).arg(&*xh).arg(&mut dst.buf.dev).arg(&mut *partial).arg(&mut *done);
     l.arg(&m).arg(&n).arg(&k);
-    // SAFETY: as matmul_mma above (matmul_mma_split32: the same arguments, 4 · 32 threads), and partial
+    // SAFETY: as matmul_mma above (matmul_mma_split32: the same arguments), and partial
     // holds splits · m · n floats, done tiles_n · tiles_m u32; mma_splits leaves no split without k-blocks.
     unsafe { l.launch(cfg) }.map_err(driver)?;
     Ok(())
@@ -312,10 +310,10 @@ struct MmaParts {
 // SAFETY: plain data in C layout (12 u64 then 6 u32, no padding), as the kernel's by-value struct.
 unsafe impl DeviceRepr for MmaParts {}
 
-/// m > 8, 2 or 3 weights of one quantized format whose own launches would all be split with the same
-/// tile (q, k, v; gate, up in batched decode): one prep and one `matmul_mma_parts` launch, each part's
-/// blocks those of its own launch (the same bits as one matmul each, with the launches and the
-/// under-filled waves of the small ones saved). False, with nothing queued, when they do not qualify.
+/// m > 8, 2 or 3 weights of one quantized format whose own launches would all use the same tile, split
+/// or not (q, k, v; gate, up): one prep and one `matmul_mma_parts` launch, each part's blocks those of
+/// its own launch (the same bits as one matmul each, with the launches and the under-filled waves of
+/// the small ones saved). False, with nothing queued, when they do not qualify.
 fn matmul_mma_parts(cuda: &Cuda, x: &Tensor<Cuda>, parts: &mut [Part]) -> Result<bool> {
     let Some(format) = parts.first().map(|(w, _)| w.format) else { return Ok(false) };
     if !(2..=3).contains(&parts.len()) || !format.is_quantized() {
@@ -328,19 +326,24 @@ fn matmul_mma_parts(cuda: &Cuda, x: &Tensor<Cuda>, parts: &mut [Part]) -> Result
     }
     let (m, k) = (x.rows as u32, x.cols as u32);
     let plans: Vec<_> = parts.iter().map(|(w, _)| mma_plan(cuda.sm_count, m, w.rows as u32, k)).collect();
+    // Every part split with one tile, or every part whole.
     let (first, bm, _) = plans[0];
-    if first == entry::MATMUL_MMA || plans.iter().any(|(name, _, _)| *name != first) {
+    if plans.iter().any(|&(name, b, _)| b != bm || (name == entry::MATMUL_MMA) != (first == entry::MATMUL_MMA)) {
         return Ok(false);
     }
-    let name = if bm == MMA32_BM { entry::MATMUL_MMA_PARTS32 } else { entry::MATMUL_MMA_PARTS };
+    let name = match (first, bm) {
+        (entry::MATMUL_MMA, _) => entry::MATMUL_MMA_PARTS_WHOLE,
+        (_, MMA32_BM) => entry::MATMUL_MMA_PARTS32,
+        _ => entry::MATMUL_MMA_PARTS,
+    };
     let (blocks, tiles, floats) =
         plans.iter().zip(parts.iter()).fold((0u32, 0u32, 0usize), |(b, t, f), (p, (w, _))| {
             let (tiles_n, tiles_m, splits) = p.2;
             (b + tiles_n * tiles_m * splits, t + tiles_n * tiles_m, f + splits as usize * x.rows * w.rows)
         });
-    let (mut guard, xsum_at) = mma_prep(cuda, x, format)?;
-    let scratch = guard.as_mut().expect("scratch allocated");
-    let (mut xh, mut xsum) = scratch.split_at_mut(xsum_at);
+    let floats = if name == entry::MATMUL_MMA_PARTS_WHOLE { 1 } else { floats };
+    let mut guard = mma_prep(cuda, x, format)?;
+    let xh = guard.as_mut().expect("scratch allocated");
     let mut partial = cuda.scratch(&cuda.mma_scratch, floats * 4)?;
     let partial = partial.as_mut().expect("scratch allocated");
     // Tile counters: zeroed when allocated, left zero by every launch (each tile's last split resets its own).
@@ -366,13 +369,14 @@ fn matmul_mma_parts(cuda: &Cuda, x: &Tensor<Cuda>, parts: &mut [Part]) -> Result
     }
     let first_dst = ps.dst[0];
     ps.dst[parts.len()..].fill(first_dst);
-    let cfg = LaunchConfig { grid_dim: (blocks, 1, 1), block_dim: (4 * bm, 1, 1), shared_mem_bytes: 0 };
+    let cfg = LaunchConfig { grid_dim: (blocks, 1, 1), block_dim: (MMA_THREADS, 1, 1), shared_mem_bytes: 0 };
     let f = cuda.function(Module::Matmul(format), name)?;
     let mut l = cuda.stream.launch_builder(&f);
-    l.arg(&ps).arg(&mut xh).arg(&mut xsum).arg(&mut *partial).arg(&mut *done).arg(&m).arg(&k);
-    // SAFETY: arguments match matmul_mma_parts(32) in cuda/matmul_mma.cu; each used part's weight arrays
+    l.arg(&ps).arg(&*xh).arg(&mut *partial).arg(&mut *done).arg(&m).arg(&k);
+    // SAFETY: arguments match matmul_mma_parts(32, _whole) in cuda/matmul_mma.cu; each used part's weight arrays
     // and dst as matmul_mma's (checked by `check`, the parts' plans as their own launches'); partial holds
-    // Σ splits · m · n floats and done Σ tiles u32 in part order; blocks is the sum of the parts' grids.
+    // Σ splits · m · n floats (matmul_mma_parts_whole: none read) and done Σ tiles u32 in part order;
+    // blocks is the sum of the parts' grids.
     // The buffers behind the addresses in ps (weights, dsts) outlive the queued launch (held by the caller).
     unsafe { l.launch(cfg) }.map_err(driver)?;
     Ok(true)
