@@ -13,9 +13,11 @@
 //             32 × 128 tile, grid.y ceil(m / 32)): grid.z = splits, split z takes k-blocks [z · per, (z + 1) ·
 //             per), per = ceil(nb / splits), writes its tile to partial [splits][m][n], and the last of a
 //             tile's splits to finish (a counter per tile in done, zero between launches) sums them in z order
-//             into dst. k in steps of one 32-value block, raw blocks copied into shared memory by cp.async
-//             MMA_STAGES deep; each weight row's block scales once per step into the stage as f16
-//             (mma_rec_load / mma_rec_store); quants decoded per fragment to exact f16 integers and scaled there
+//             into dst. k in steps of MMA_KB = 2 32-value blocks (one barrier per step; the last step of a
+//             split may hold one), raw blocks copied into shared memory by cp.async, MMA_STAGES = 2 deep
+//             (one block per step, 3-4 deep, was 6-11% slower in prefill: v23); each weight row's block
+//             scales once per step into the stage as f16 (mma_rec_load / mma_rec_store); quants decoded per
+//             fragment to exact f16 integers and scaled there
 // Numerics    x rounded once to f16; each weight rounded once to f16 as fma(q, s, m) (s and m of a block, or of
 //             a 16-value half, themselves rounded to f16: exact for the legacy formats' f16 d and m, one
 //             rounding of a k-quant's d · sc); Σ over all of k by mma.sync m16n8k16 (f16 in, f32 accumulate),
@@ -37,18 +39,20 @@
 
 #define MMA_BN 128
 #define MMA_THREADS 128                            // 4 warps, each BM rows × 32 weight rows; one thread per weight row
-#define MMA_STAGES (QS_BYTES == 32 ? 3 : 4)       // 3 × 13.3 KB or 4 × ≤ 9.3 KB of static shared memory at BM 64
-#define X_STRIDE 80                                // bytes per x row in shared memory: 32 halves + 16 padding
-#define W_STRIDE (QS_BYTES == 32 ? 48 : QS_BYTES)  // 12, 4 or 2 words: a warp's fragment loads hit 32 banks
+#define MMA_KB 2                                   // 32-value blocks of k per step (per stage, per barrier)
+#define MMA_STAGES 2                               // 2 × ≤ 23.6 KB of static shared memory at BM 64 (of 48 KB)
+#define X_STRIDE (64 * MMA_KB + 16)                // bytes per x row in shared memory: the step's halves + 16 padding
+#define W_ROW (MMA_KB * QS_BYTES)                  // quant bytes of a weight row per step
+#define W_STRIDE (W_ROW % 32 == 0 ? W_ROW + 16 : W_ROW)  // a warp's fragment loads hit 32 banks
 #define W_PIECE (QS_BYTES < 16 ? QS_BYTES : 16)    // bytes per async copy of quants
 #define QH_WORDS (QH_BYTES > 4 ? QH_BYTES / 4 : 1)
 
 template <int BM>  // activation rows per tile: 64, or 32 for small batches (matmul_mma_split32)
 struct __align__(16) MmaStage {
-    u8 x[BM * X_STRIDE];                // f16 activations, one block per row (permuted, see Layout)
-    u8 w[MMA_BN * W_STRIDE];            // raw quant bytes, one block per weight row
-    uint4 wscale[MMA_BN];               // f16x2 (s0, s0), (s1, s1), (m0, m0), (m1, m1) per weight row (mma_scale)
-    u32 wqh[MMA_BN * QH_WORDS];         // high bits (QH_BYTES formats)
+    u8 x[BM * X_STRIDE];                // f16 activations, MMA_KB blocks per row (each permuted, see Layout)
+    u8 w[MMA_BN * W_STRIDE];            // raw quant bytes, MMA_KB blocks per weight row
+    uint4 wscale[MMA_KB][MMA_BN];       // f16x2 (s0, s0), (s1, s1), (m0, m0), (m1, m1) per block and weight row
+    u32 wqh[QH_BYTES ? MMA_KB * MMA_BN * QH_WORDS : 1];  // high bits (QH_BYTES formats), [block][row]
 };
 
 __device__ __forceinline__ u32 smem_addr(const void* p) { return (u32)__cvta_generic_to_shared(p); }
@@ -123,11 +127,11 @@ extern "C" __global__ void matmul_mma_prep(const float* x, u16* xh, u64 total) {
 // Where this thread's copies of a tile come from: each piece's source at k-block 0 of the tile and its place
 // in a stage, worked out once per tile so the k loop only adds the k-block's offset. A row past m or n
 // (its bit clear in `ok`) copies zeros and reads nothing (its source stays the array's start).
-constexpr u32 MMA_W_PIECES = QS_BYTES / W_PIECE;  // per weight row: MMA_BN rows (= MMA_THREADS) × this
+constexpr u32 MMA_W_PIECES = W_ROW / W_PIECE;  // per weight row: MMA_BN rows (= MMA_THREADS) × this
 template <int BM>
 struct MmaSrc {
-    const u8* x[BM / 32];  // BM rows × 4 pieces of 16 bytes over MMA_THREADS threads
-    u32 x_at[BM / 32];
+    const u8* x[BM * MMA_KB / 32];  // BM rows × 4 · MMA_KB pieces of 16 bytes over MMA_THREADS threads
+    u32 x_at[BM * MMA_KB / 32];
     const u8* w[MMA_W_PIECES];
     u32 w_at[MMA_W_PIECES];
     const u8* qh;
@@ -140,8 +144,8 @@ __device__ __forceinline__ MmaSrc<BM> mma_src(const u8* qs, const u8* qh, const 
     src.ok = 0;
     const u32 tid = threadIdx.x, nb = k / 32;
 #pragma unroll
-    for (u32 p = 0; p < BM / 32; p++) {
-        const u32 i = tid + p * MMA_THREADS, r = i >> 2, h = i & 3;
+    for (u32 p = 0; p < BM * MMA_KB / 32; p++) {
+        const u32 i = tid + p * MMA_THREADS, r = i / (4 * MMA_KB), h = i % (4 * MMA_KB);
         const bool ok = m0 + r < m;
         src.x[p] = xh + (ok ? (u64)(m0 + r) * k * 2 + 16 * h : 0);
         src.ok |= (u32)ok << p;
@@ -161,22 +165,28 @@ __device__ __forceinline__ MmaSrc<BM> mma_src(const u8* qs, const u8* qh, const 
     return src;
 }
 
-// Queues this thread's copies of k-block kb (of the tile's rows) into stage s.
+// Queues this thread's copies of the step from k-block kb (`live` of its MMA_KB blocks in range; the others
+// are zeros) into stage s.
 template <int BM>
-__device__ __forceinline__ void mma_load(MmaStage<BM>& s, const MmaSrc<BM>& src, u32 kb) {
+__device__ __forceinline__ void mma_load(MmaStage<BM>& s, const MmaSrc<BM>& src, u32 kb, u32 live) {
 #pragma unroll
-    for (u32 p = 0; p < BM / 32; p++) {
-        const bool ok = src.ok >> p & 1;
+    for (u32 p = 0; p < BM * MMA_KB / 32; p++) {
+        const u32 block = (src.x_at[p] % X_STRIDE) / 64;  // which of the step's blocks this piece is in
+        const bool ok = (src.ok >> p & 1) && block < live;
         cp_async<16>(s.x + src.x_at[p], src.x[p] + (ok ? kb * 64 : 0), ok);
     }
 #pragma unroll
     for (u32 p = 0; p < MMA_W_PIECES; p++) {
-        const bool ok = src.ok >> (8 + p) & 1;
+        const u32 block = (src.w_at[p] % W_STRIDE) / QS_BYTES;
+        const bool ok = (src.ok >> (8 + p) & 1) && block < live;
         cp_async<W_PIECE>(s.w + src.w_at[p], src.w[p] + (ok ? kb * QS_BYTES : 0), ok);
     }
 #if QH_BYTES
-    const bool ok = src.ok >> 16 & 1;
-    cp_async<QH_BYTES>(&s.wqh[threadIdx.x * QH_WORDS], src.qh + (ok ? kb * QH_BYTES : 0), ok);
+#pragma unroll
+    for (u32 b = 0; b < MMA_KB; b++) {
+        const bool ok = (src.ok >> 16 & 1) && b < live;
+        cp_async<QH_BYTES>(&s.wqh[(b * MMA_BN + threadIdx.x) * QH_WORDS], src.qh + (ok ? (kb + b) * QH_BYTES : 0), ok);
+    }
 #endif
 }
 
@@ -185,21 +195,29 @@ __device__ __forceinline__ void mma_load(MmaStage<BM>& s, const MmaSrc<BM>& src,
 // stage as f16 (mma_rec_store), so the lanes read 16 bytes per weight row instead of each decoding the
 // record (a k-quant's takes ~20 instructions) and the loads' latency hides behind a step.
 struct MmaRec {
-    u32 w[SC_BYTES / 4];
+    u32 w[MMA_KB][SC_BYTES / 4];
 };
-__device__ __forceinline__ MmaRec mma_rec_load(const u8* dm, u32 n, u32 nb, u32 n0, u32 kb, bool live) {
+__device__ __forceinline__ MmaRec mma_rec_load(const u8* dm, u32 n, u32 nb, u32 n0, u32 kb, u32 live) {
     MmaRec rec;
     const u32 r = threadIdx.x;
-    const bool ok = live && n0 + r < n;
-    const u32* src = (const u32*)(dm + (ok ? sc_offset((u64)(n0 + r) * nb + kb) : 0));
 #pragma unroll
-    for (int i = 0; i < SC_BYTES / 4; i++) rec.w[i] = ok ? src[i] : 0u;
+    for (u32 b = 0; b < MMA_KB; b++) {
+        const bool ok = b < live && n0 + r < n;
+        const u32* src = (const u32*)(dm + (ok ? sc_offset((u64)(n0 + r) * nb + kb + b) : 0));
+#pragma unroll
+        for (int i = 0; i < SC_BYTES / 4; i++) rec.w[b][i] = ok ? src[i] : 0u;
+    }
     return rec;
 }
+// A block past the step's live ones gets scale and min 0 (its zero quants then weigh nothing).
 template <int BM>
-__device__ __forceinline__ void mma_rec_store(MmaStage<BM>& s, const MmaRec& rec, u32 nb, u32 n0, u32 kb) {
-    const float4 v = mma_scale(rec.w, (u64)(n0 + threadIdx.x) * nb + kb);
-    s.wscale[threadIdx.x] = make_uint4(f16x2_splat(v.x), f16x2_splat(v.y), f16x2_splat(v.z), f16x2_splat(v.w));
+__device__ __forceinline__ void mma_rec_store(MmaStage<BM>& s, const MmaRec& rec, u32 nb, u32 n0, u32 kb, u32 live) {
+#pragma unroll
+    for (u32 b = 0; b < MMA_KB; b++) {
+        const float4 v = b < live ? mma_scale(rec.w[b], (u64)(n0 + threadIdx.x) * nb + kb + b) : make_float4(0, 0, 0, 0);
+        s.wscale[b][threadIdx.x] =
+            make_uint4(f16x2_splat(v.x), f16x2_splat(v.y), f16x2_splat(v.z), f16x2_splat(v.w));
+    }
 }
 
 // Split-K epilogue: stores this split's tile in partial; the tile's last split to finish adds all of them
@@ -271,27 +289,29 @@ __device__ __forceinline__ MmaAt mma_at_grid() {
 // One k-block's products of a warp: its BM / 16 m tiles × 4 n tiles of 8 weight rows from column wn, both
 // 16-value halves. Each weight fragment is decoded, scaled to f16 weights and used for every m tile.
 template <int BM>
-__device__ __forceinline__ void mma_step(const MmaStage<BM>& s, float acc[BM / 16][4][4], u32 wn, u32 lane) {
+__device__ __forceinline__ void mma_step(const MmaStage<BM>& s, u32 kbs, float acc[BM / 16][4][4], u32 wn,
+                                         u32 lane) {
     constexpr int MT = BM / 16;
     const u32 g = lane >> 2, t = lane & 3;
     u32 a[MT][2][4];  // [m tile][half]: rows 16i.., values 16·half.. (permuted, see Layout)
 #pragma unroll
     for (int i = 0; i < MT; i++)
 #pragma unroll
-        for (int h = 0; h < 2; h++) ldmatrix_x4(a[i][h], s.x + (16 * i + (lane & 15)) * X_STRIDE + 32 * h + 16 * (lane >> 4));
+        for (int h = 0; h < 2; h++)
+            ldmatrix_x4(a[i][h], s.x + (16 * i + (lane & 15)) * X_STRIDE + 64 * kbs + 32 * h + 16 * (lane >> 4));
 #pragma unroll
     for (int j = 0; j < 4; j++) {
         const u32 c = wn + 8 * j + g;  // this lane's weight row (the B fragment's column)
         u32 b[2][2];                   // [half][values 4t, 4t + 1 | 4t + 2, 4t + 3]
 #if MMA_B_F16
-        levels_b(s.w + c * W_STRIDE, t, b);
+        levels_b(s.w + c * W_STRIDE + kbs * QS_BYTES, t, b);
 #else
         u32 p0, p1;
-        mma_b(s.w + c * W_STRIDE, &s.wqh[c * QH_WORDS], t, p0, p1);
+        mma_b(s.w + c * W_STRIDE + kbs * QS_BYTES, &s.wqh[(kbs * MMA_BN + c) * QH_WORDS], t, p0, p1);
         i8x4_to_f16(p0, b[0][0], b[0][1]);
         i8x4_to_f16(p1, b[1][0], b[1][1]);
 #endif
-        const uint4 sc = s.wscale[c];  // (s0, s1, m0, m1) as f16x2 splats
+        const uint4 sc = s.wscale[kbs][c];  // (s0, s1, m0, m1) as f16x2 splats
 #pragma unroll
         for (int e = 0; e < 2; e++) {
             b[0][e] = hfma2(b[0][e], sc.x, sc.z);
@@ -329,24 +349,29 @@ __device__ __forceinline__ void mma_tile(MmaStage<BM>* stages, const u8* qs, con
 #pragma unroll
             for (int e = 0; e < 4; e++) acc[i][j][e] = 0.0f;
 
+    // Steps of MMA_KB blocks; the last one may hold fewer (`live`).
+    const u32 steps = (nb + MMA_KB - 1) / MMA_KB;
+    const auto live = [&](u32 st) { return min((u32)MMA_KB, nb - min(nb, st * MMA_KB)); };
 #pragma unroll
     for (u32 s = 0; s < MMA_STAGES - 1; s++) {
-        if (s < nb) {
-            mma_load(stages[s], src, kb0 + s);
-            mma_rec_store(stages[s], mma_rec_load(dm, n, nb_all, n0, kb0 + s, true), nb_all, n0, kb0 + s);
+        if (s < steps) {
+            const u32 kb = kb0 + s * MMA_KB;
+            mma_load(stages[s], src, kb, live(s));
+            mma_rec_store(stages[s], mma_rec_load(dm, n, nb_all, n0, kb, live(s)), nb_all, n0, kb, live(s));
         }
         cp_async_commit();
     }
-    for (u32 kb = 0; kb < nb; kb++) {
-        cp_async_wait<MMA_STAGES - 2>();  // block kb has landed (this thread's copies) ...
-        __syncthreads();                  // ... everyone's, and stage (kb - 1) % STAGES is free again
-        const u32 next = kb + MMA_STAGES - 1;
-        if (next < nb) mma_load(stages[next % MMA_STAGES], src, kb0 + next);
+    for (u32 st = 0; st < steps; st++) {
+        cp_async_wait<MMA_STAGES - 2>();  // step st has landed (this thread's copies) ...
+        __syncthreads();                  // ... everyone's, and stage (st - 1) % STAGES is free again
+        const u32 next = st + MMA_STAGES - 1, next_kb = kb0 + next * MMA_KB, next_live = next < steps ? live(next) : 0;
+        if (next < steps) mma_load(stages[next % MMA_STAGES], src, next_kb, next_live);
         cp_async_commit();
-        // Stored after this step's mma; read MMA_STAGES - 1 ≥ 2 barriers later.
-        const MmaRec rec = mma_rec_load(dm, n, nb_all, n0, kb0 + next, next < nb);
-        mma_step<BM>(stages[kb % MMA_STAGES], acc, wn, lane);
-        if (next < nb) mma_rec_store(stages[next % MMA_STAGES], rec, nb_all, n0, kb0 + next);
+        // Stored after this step's mma; read at the next barrier or later (no one reads that stage before it).
+        const MmaRec rec = mma_rec_load(dm, n, nb_all, n0, next_kb, next_live);
+#pragma unroll
+        for (u32 kbs = 0; kbs < MMA_KB; kbs++) mma_step<BM>(stages[st % MMA_STAGES], kbs, acc, wn, lane);
+        if (next < steps) mma_rec_store(stages[next % MMA_STAGES], rec, nb_all, n0, next_kb, next_live);
     }
     cp_async_wait<0>();
     if (SPLIT) {
