@@ -190,8 +190,8 @@ __device__ __forceinline__ void mma_load(MmaStage<BM>& s, const MmaSrc<BM>& src,
 #endif
 }
 
-// Scales are not copied raw: thread r (one per weight row) loads row r's SC_BYTES into registers when
-// block kb's copies are queued (mma_rec_load), and after that step's mma decodes them once into the
+// Scales are not copied raw: thread r (one per weight row) loads row r's SC_BYTES per block into registers
+// when a step's copies are queued (mma_rec_load), and after the current step's mma decodes them once into the
 // stage as f16 (mma_rec_store), so the lanes read 16 bytes per weight row instead of each decoding the
 // record (a k-quant's takes ~20 instructions) and the loads' latency hides behind a step.
 struct MmaRec {
