@@ -214,9 +214,9 @@ template <int BM>
 __device__ __forceinline__ void mma_rec_store(MmaStage<BM>& s, const MmaRec& rec, u32 nb, u32 n0, u32 kb, u32 live) {
 #pragma unroll
     for (u32 b = 0; b < MMA_KB; b++) {
-        const float4 v = b < live ? mma_scale(rec.w[b], (u64)(n0 + threadIdx.x) * nb + kb + b) : make_float4(0, 0, 0, 0);
-        s.wscale[b][threadIdx.x] =
-            make_uint4(f16x2_splat(v.x), f16x2_splat(v.y), f16x2_splat(v.z), f16x2_splat(v.w));
+        const u64 blk = (u64)(n0 + threadIdx.x) * nb + kb + b;
+        const float4 v = b < live ? mma_scale(rec.w[b], blk) : make_float4(0.0f, 0.0f, 0.0f, 0.0f);
+        s.wscale[b][threadIdx.x] = make_uint4(f16x2_splat(v.x), f16x2_splat(v.y), f16x2_splat(v.z), f16x2_splat(v.w));
     }
 }
 
