@@ -255,9 +255,9 @@ pub struct Case {
 /// The tolerance of `case` on `backend` (`f16`: the backend computes in f16 where it can): GPU
 /// backends may quantize the activations of quantized matmuls to int8 blocks (llama.cpp's MMVQ),
 /// which ggml's test-backend-ops allows at NMSE 5e-4; cuda's tensor-core GEMM (m > 8) rounds x and
-/// each scaled weight to f16 (unit roundoff 2^-11) and is held to the same bound. The CPU's int8 path (`cpu_int8`) keeps two
-/// planes (error ≤ 1/65,024 of a block's largest value) and is held to the f32 rows' 1e-7, except
-/// NF4, whose levels it takes to 1/4095 of the absmax: a 32-term dot that nearly cancels measured
+/// each scaled weight to f16 (unit roundoff 2^-11) and is held to the same bound. The CPU's int8
+/// path (`cpu_int8`) keeps two planes (error ≤ 1/65,024 of a block's largest value) and is held to
+/// the f32 rows' 1e-7, except NF4, whose levels it takes to 1/4095 of the absmax: a 32-term dot that nearly cancels measured
 /// NMSE 3.9e-7 (k = 32), so 1e-5. wgpu's GEMVs (m < 64) are f32; with
 /// SHADER_F16 its matmul_tiled (m ≥ 64) rounds x and each decoded weight to f16 (unit roundoff
 /// 2^-11 ≈ 4.9e-4) and chains a whole block's 32 products in f16 before f32 takes over: NMSE

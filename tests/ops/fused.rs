@@ -29,7 +29,7 @@ pub fn matmuls<B: Backend>(b: &B) {
             .map(|(&f, n)| upload(b, f, n, k, random_weight(&mut rng, f, n, k)).unwrap())
             .collect();
         // 40 and 100: the split launches of one tile row or two (cuda: one matmul_mma_parts32 / _parts launch);
-        // 300: prefill's unsplit ones (one matmul_mma_parts launch of unsplit parts).
+        // 300: prefill's unsplit ones (one matmul_mma_parts_whole launch).
         for m in [1, 3, 8, 13, 40, 100, 300] {
             let x = f32_tensor(b, m, k, &rng.fill(m * k, -1.0, 1.0)).unwrap();
             let mut fused: Vec<_> = weights.iter().map(|w| b.alloc(DType::F32, m, w.rows).unwrap()).collect();

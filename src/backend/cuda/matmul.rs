@@ -265,7 +265,7 @@ fn matmul_mma(cuda: &Cuda, x: &Tensor<Cuda>, w: &Weight<Cuda>, dst: &mut Tensor<
     let module = Module::Matmul(w.format);
     let mut guard = mma_prep(cuda, x, w.format)?;
     let xh = guard.as_mut().expect("scratch allocated");
-    let (name, _, (tiles_n, tiles_m, splits)) = mma_plan(cuda.sm_count, m, n, k);
+    let (name, (tiles_n, tiles_m, splits)) = mma_plan(cuda.sm_count, m, n, k);
     let (grid_dim, block_dim) = ((tiles_n, tiles_m, splits), (MMA_THREADS, 1, 1));
     let cfg = LaunchConfig { grid_dim, block_dim, shared_mem_bytes: 0 };
     let [qs, qh, dm] = w.storage.qs_qh_dm();
@@ -326,25 +326,26 @@ fn matmul_mma_parts(cuda: &Cuda, x: &Tensor<Cuda>, parts: &mut [Part]) -> Result
     }
     let (m, k) = (x.rows as u32, x.cols as u32);
     let plans: Vec<_> = parts.iter().map(|(w, _)| mma_plan(cuda.sm_count, m, w.rows as u32, k)).collect();
-    // Every part split with one tile, or every part whole.
-    let (first, bm, _) = plans[0];
-    if plans.iter().any(|&(name, b, _)| b != bm || (name == entry::MATMUL_MMA) != (first == entry::MATMUL_MMA)) {
+    // One kernel for all parts (its name fixes the tile and whether k is split).
+    let first = plans[0].0;
+    if plans.iter().any(|(name, _)| *name != first) {
         return Ok(false);
     }
-    let name = match (first, bm) {
-        (entry::MATMUL_MMA, _) => entry::MATMUL_MMA_PARTS_WHOLE,
-        (_, MMA32_BM) => entry::MATMUL_MMA_PARTS32,
+    let name = match first {
+        entry::MATMUL_MMA => entry::MATMUL_MMA_PARTS_WHOLE,
+        entry::MATMUL_MMA_SPLIT32 => entry::MATMUL_MMA_PARTS32,
         _ => entry::MATMUL_MMA_PARTS,
     };
+    // Partials only for split parts (matmul_mma_parts_whole reads none; the scratch is never empty).
     let (blocks, tiles, floats) =
         plans.iter().zip(parts.iter()).fold((0u32, 0u32, 0usize), |(b, t, f), (p, (w, _))| {
-            let (tiles_n, tiles_m, splits) = p.2;
-            (b + tiles_n * tiles_m * splits, t + tiles_n * tiles_m, f + splits as usize * x.rows * w.rows)
+            let (tiles_n, tiles_m, splits) = p.1;
+            let split_floats = if splits > 1 { splits as usize * x.rows * w.rows } else { 0 };
+            (b + tiles_n * tiles_m * splits, t + tiles_n * tiles_m, f + split_floats)
         });
-    let floats = if name == entry::MATMUL_MMA_PARTS_WHOLE { 1 } else { floats };
     let mut guard = mma_prep(cuda, x, format)?;
     let xh = guard.as_mut().expect("scratch allocated");
-    let mut partial = cuda.scratch(&cuda.mma_scratch, floats * 4)?;
+    let mut partial = cuda.scratch(&cuda.mma_scratch, floats.max(1) * 4)?;
     let partial = partial.as_mut().expect("scratch allocated");
     // Tile counters: zeroed when allocated, left zero by every launch (each tile's last split resets its own).
     let mut counters = cuda.scratch(&cuda.mma_counters, tiles as usize * 4)?;
@@ -354,7 +355,7 @@ fn matmul_mma_parts(cuda: &Cuda, x: &Tensor<Cuda>, parts: &mut [Part]) -> Result
     for i in 0..3 {
         // An unused third part: no rows, so no block reads its (the first part's) pointers.
         let (w, splits) = match (parts.get(i), plans.get(i)) {
-            (Some((w, _)), Some(plan)) => (*w, Some(plan.2.2)),
+            (Some((w, _)), Some(plan)) => (*w, Some(plan.1.2)),
             _ => (parts[0].0, None),
         };
         let [qs, qh, dm] = w.storage.qs_qh_dm();
@@ -382,10 +383,10 @@ fn matmul_mma_parts(cuda: &Cuda, x: &Tensor<Cuda>, parts: &mut [Part]) -> Result
     Ok(true)
 }
 
-/// matmul_mma's launch for an m × n × k product: (entry, tile rows, (tiles along n, along m, splits of
-/// k)). Batches up to MMA32_MAX_M rows that split k take the 32-row tile; m ≤ MMA_SPLIT_MAX_M otherwise
+/// matmul_mma's launch for an m × n × k product: (entry, (tiles along n, along m, splits of k)); the
+/// entry fixes the tile rows. Batches up to MMA32_MAX_M rows that split k take the 32-row tile; m ≤ MMA_SPLIT_MAX_M otherwise
 /// the 64-row one split, larger m (prefill) the unsplit kernel. The shape and the device only.
-fn mma_plan(sm_count: u32, m: u32, n: u32, k: u32) -> (&'static str, u32, (u32, u32, u32)) {
+fn mma_plan(sm_count: u32, m: u32, n: u32, k: u32) -> (&'static str, (u32, u32, u32)) {
     let nb = k / Q8_BLOCK as u32;
     let grid = |bm: u32, per_sm: u32| {
         let (tiles_n, tiles_m) = (n.div_ceil(MMA_BN), m.div_ceil(bm));
@@ -395,11 +396,11 @@ fn mma_plan(sm_count: u32, m: u32, n: u32, k: u32) -> (&'static str, u32, (u32, 
     if m <= MMA32_MAX_M {
         let g = grid(MMA32_BM, MMA32_BLOCKS_PER_SM);
         if g.2 > 1 {
-            return (entry::MATMUL_MMA_SPLIT32, MMA32_BM, g);
+            return (entry::MATMUL_MMA_SPLIT32, g);
         }
     }
     let g = grid(MMA_BM, MMA_BLOCKS_PER_SM);
-    (if g.2 > 1 { entry::MATMUL_MMA_SPLIT } else { entry::MATMUL_MMA }, MMA_BM, g)
+    (if g.2 > 1 { entry::MATMUL_MMA_SPLIT } else { entry::MATMUL_MMA }, g)
 }
 
 /// Splits of k for matmul_mma's `tiles` output tiles over `nb` 32-value blocks: enough for about
