@@ -14,8 +14,7 @@ struct Params {
 
 @group(0) @binding(0) var<uniform> params: Params;
 @group(0) @binding(1) var<storage, read> q: array<vec4<f32>>;
-@group(0) @binding(2) var<storage, read> k_cache: array<vec4<f32>>;
-@group(0) @binding(3) var<storage, read> v_cache: array<vec4<f32>>;
+// Bindings 2 and 3, k_cache and v_cache, and their kv_load come from kv_f32.wgsl or kv_f16.wgsl.
 @group(0) @binding(4) var<storage, read> seq: array<u32>;
 @group(0) @binding(5) var<storage, read> pos: array<u32>;
 @group(0) @binding(6) var<storage, read> table: array<u32>;
@@ -41,11 +40,7 @@ fn stage(from_v: bool, st: u32, n: u32, kv_col: u32, lane: u32) {
         let jj = i / hd4;
         let c = i % hd4;
         let at = slots[st + jj] * stride4 + kv_col + c;
-        if (from_v) {
-            kv[jj * (hd4 + 1u) + c] = v_cache[at];
-        } else {
-            kv[jj * (hd4 + 1u) + c] = k_cache[at];
-        }
+        kv[jj * (hd4 + 1u) + c] = kv_load(from_v, at);
     }
 }
 

@@ -115,7 +115,7 @@ fn a_cached_page_survives_its_sequence_and_is_evicted_last_recently_used_first()
 }
 
 /// The cache's element type is checked where the cache is made: the cpu backend has no f16 tensors
-/// (cuda's `--kv-type f16` alone does) and says so; u32 values are no cache at all.
+/// (the GPU backends' `--kv-type f16` do) and says so; u32 values are no cache at all.
 #[test]
 fn a_cache_of_f16_on_the_cpu_or_of_u32_is_refused_with_a_clear_error() {
     use ultra::backend::DType;

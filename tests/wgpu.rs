@@ -1,7 +1,7 @@
 //! wgpu-specific checks that the shared op table does not cover: fused dequantize + matmul and
 //! embed for every weight format against `dequantize_row` (GEMV paths with shared-memory and
-//! subgroup reductions for m = 1, 3; matmul_tiled for m = 70), weights uploaded in parts, and the
-//! transfers of one decode step. Skips loudly without an adapter unless `ULTRA_REQUIRE_WGPU=1`.
+//! subgroup reductions for m = 1, 3; matmul_tiled for m = 70), weights uploaded in parts, the
+//! transfers of one decode step, and the f16 KV cache (rounding bits, a whole model over it). Skips loudly without an adapter unless `ULTRA_REQUIRE_WGPU=1`.
 #![cfg(feature = "wgpu")]
 
 #[path = "common/tiny.rs"]
@@ -275,4 +275,107 @@ fn decode_step_transfers_only_inputs_and_token_ids() {
         next = runner.forward_argmax(&Batch::sequence(seq, pos, &[next], false)).unwrap()[0];
         assert_eq!(runner.backend.transfer_count() - before, 7, "6 input uploads + 1 id readback");
     }
+}
+
+/// An f16 cache rounds on the device exactly as `half` does on the host, edges included: every
+/// f16 value, the midpoints between neighbours (ties to even), one f32 ulp either side of them,
+/// the overflow edge (65504 … 65520 … inf), subnormals, signed zeros, infinities and NaN.
+#[test]
+fn f16_cache_rounds_every_value_as_the_host_does() {
+    let Some(be) = backend(Options::default()) else { return };
+    let mut values = Vec::new();
+    for h in 0..=u16::MAX {
+        let (a, b) = (f16::from_bits(h).to_f32(), f16::from_bits(h.wrapping_add(1)).to_f32());
+        values.push(a);
+        if a.is_finite() && b.is_finite() && (a < b || b == 0.0) {
+            let mid = (a as f64 + b as f64) / 2.0;
+            let m = mid as f32;
+            values.extend([m, f32::from_bits(m.to_bits() + 1), f32::from_bits(m.to_bits().max(1) - 1)]);
+        }
+    }
+    values.extend([65504.0, 65519.99, 65520.0, 1e9, f32::INFINITY, f32::NAN, -0.0, 1e-8, 2.9802322e-8, 5.96e-8]);
+    values.extend(values.clone().iter().map(|v| -v));
+    let kv_dim = 256;
+    values.resize(values.len().next_multiple_of(kv_dim), 0.5);
+    let n = values.len() / kv_dim;
+    let upload = |dtype, rows, data: &[f32]| {
+        let mut t = be.alloc(dtype, rows, kv_dim).unwrap();
+        be.write_f32(&mut t, data).unwrap();
+        t
+    };
+    let (k, v) =
+        (upload(DType::F32, n, &values), upload(DType::F32, n, &values.iter().rev().copied().collect::<Vec<_>>()));
+    let mut slot = be.alloc(DType::U32, n, 1).unwrap();
+    be.write_u32(&mut slot, &(0..n as u32).rev().collect::<Vec<_>>()).unwrap();
+    let mut cache = ultra::backend::KvLayer {
+        k: upload(DType::F16, n, &vec![0.0; n * kv_dim]),
+        v: upload(DType::F16, n, &vec![0.0; n * kv_dim]),
+    };
+    be.kv_write(&k, &v, &slot, &mut cache).unwrap();
+    let mut got = vec![0.0f32; n * kv_dim];
+    be.read_f32(&cache.k, &mut got).unwrap();
+    let mut bad = Vec::new();
+    for (t, row) in got.chunks(kv_dim).enumerate() {
+        let src = &values[(n - 1 - t) * kv_dim..][..kv_dim];
+        for (&g, &x) in row.iter().zip(src) {
+            let want = f16::from_f32(x).to_f32();
+            if !(g.to_bits() == want.to_bits() || (g.is_nan() && want.is_nan())) {
+                bad.push(format!("{x:e} ({:#010x}): device {g:e}, host {want:e}", x.to_bits()));
+            }
+        }
+    }
+    assert!(
+        bad.is_empty(),
+        "{} of {} values differ, e.g.\n{}",
+        bad.len(),
+        values.len(),
+        bad[..bad.len().min(8)].join("\n")
+    );
+    be.read_f32(&cache.v, &mut got).unwrap();
+    let want: Vec<f32> = values.iter().rev().map(|&x| f16::from_f32(x).to_f32()).collect();
+    let same = |a: &f32, b: &f32| a.to_bits() == b.to_bits() || (a.is_nan() && b.is_nan());
+    let rows_ok = got
+        .chunks(kv_dim)
+        .enumerate()
+        .all(|(t, row)| row.iter().zip(&want[(n - 1 - t) * kv_dim..]).all(|(a, b)| same(a, b)));
+    assert!(rows_ok, "v rows differ from the host's rounding");
+}
+
+/// A whole model over an f16 cache: the tiny model's logits over a 40-token prompt (two attention
+/// chunks) and 12 decode steps stay within f16's rounding of the f32 cache's (K/V round by
+/// ≤ 2^-11 each; NMSE 2.6e-9 on lavapipe, bound 1e-7), and the greedy ids agree.
+#[test]
+fn a_model_over_an_f16_cache_follows_the_f32_one() {
+    let Some(be) = backend(Options::default()) else { return };
+    let be = std::sync::Arc::new(be);
+    let gguf = tiny_gguf(&TinySpec::default());
+    let run = |kv| {
+        let model = std::sync::Arc::new(ultra::model::Llama::load(&*be, &gguf).unwrap());
+        let layout = CacheLayout::paged(4, 32).with_kv_dtype(kv);
+        let mut runner = Runner::new(be.clone(), model, layout, 64).unwrap();
+        let seq = runner.cache.add_seq();
+        let (mut logits, mut ids) = (Vec::new(), Vec::new());
+        let prompt: Vec<u32> = (0..40).map(|i| i * 7 % 16).collect();
+        runner.forward(&Batch::sequence(seq, 0, &prompt, true)).unwrap();
+        for t in 0..prompt.len() {
+            logits.extend_from_slice(runner.logits(t));
+        }
+        for pos in prompt.len()..prompt.len() + 12 {
+            let next = argmax(&logits[logits.len() - runner.config().vocab_size..]);
+            ids.push(next);
+            runner.forward(&Batch::sequence(seq, pos, &[next], true)).unwrap();
+            logits.extend_from_slice(runner.logits(0));
+        }
+        (logits, ids)
+    };
+    let (want, want_ids) = run(DType::F32);
+    let (got, got_ids) = run(DType::F16);
+    let err: f64 = got.iter().zip(&want).map(|(&a, &b)| (a as f64 - b as f64).powi(2)).sum::<f64>();
+    let norm: f64 = want.iter().map(|&b| (b as f64).powi(2)).sum();
+    assert!(err / norm < 1e-7 && err > 0.0, "NMSE {:e} (0 would mean the cache was not f16)", err / norm);
+    assert_eq!(got_ids, want_ids);
+}
+
+fn argmax(row: &[f32]) -> u32 {
+    row.iter().enumerate().fold((0, f32::MIN), |b, (i, &x)| if x > b.1 { (i, x) } else { b }).0 as u32
 }

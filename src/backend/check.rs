@@ -38,7 +38,7 @@ pub fn dtype<B: Backend>(op: &'static str, name: &str, t: &Tensor<B>, dtype: DTy
 
 /// How a backend without f16 kernels refuses an f16 tensor (only a KV cache asks for one).
 pub fn no_f16(backend: &'static str) -> Error {
-    let detail = "f16 tensors (the f16 KV cache is cuda's; use `--kv-type f32`)".to_string();
+    let detail = "f16 tensors (the f16 KV cache is the GPU backends'; use `--kv-type f32`)".to_string();
     Error::Unsupported { op: "alloc", backend, detail }
 }
 

@@ -204,7 +204,7 @@ pub struct CacheArgs {
 pub enum KvType {
     /// f32 values: every backend; the default.
     F32,
-    /// f16 values, half the bytes for attention to read (cuda only).
+    /// f16 values, half the bytes for attention to read (cuda and wgpu; the cpu refuses it).
     F16,
 }
 

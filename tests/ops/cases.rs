@@ -61,7 +61,7 @@ pub struct AttnCase {
     pub block_size: usize,
     /// Sliding window (keys a token sees, itself included), `None` for full causal attention.
     pub window: Option<usize>,
-    /// The cache's element type: F32, or F16 (cuda only), whose rows the oracle still takes unrounded.
+    /// The cache's element type: F32, or F16 (cuda and wgpu), whose rows the oracle still takes unrounded.
     pub kv: DType,
 }
 
@@ -309,14 +309,14 @@ fn kv_suffix(kv: DType) -> &'static str {
 
 /// Cases that must fail with `Error::Unsupported` instead of running, by backend: a format that
 /// lands on one backend first lists its cases here, so the table checks the others refuse it
-/// cleanly. Today the f16 KV cache (cuda's alone).
+/// cleanly. Today the f16 KV cache (the GPU backends', not the cpu's).
 pub fn unsupported_on(backend: &str, op: &Op) -> bool {
     let kv = match op {
         Op::KvWrite { kv, .. } | Op::CopySlots { kv, .. } => *kv,
         Op::Attention(a) => a.kv,
         _ => DType::F32,
     };
-    kv == DType::F16 && backend != "cuda"
+    kv == DType::F16 && backend == "cpu"
 }
 
 pub fn all() -> Vec<Case> {

@@ -16,6 +16,11 @@
 //!   its qt · hpw ≤ 16 query rows and folding in registers: no scratch. Tokens of a tile may belong
 //!   to different sequences (a tile runs once per sequence among its tokens).
 //!
+//! An f16 cache (`--kv-type f16`) holds two halves per u32 word: `kv_write_f16` rounds to nearest
+//! even in integer arithmetic (the host's bits on every driver), the attention kernels widen each
+//! staged row with `unpack2x16float` (`kv_f16.wgsl` in place of `kv_f32.wgsl`) and compute as for
+//! an f32 cache, and slot copies move words.
+//!
 //! Batch invariance: the per-row chunk arithmetic never depends on the other rows, the staging
 //! split or the kernel, and the fold is the same function in both, so a token's output is
 //! bit-identical whichever kernel and batch ran it (`invariance_attention` runs a batch tiled and
@@ -24,7 +29,7 @@
 use super::Wgpu;
 use super::context::Job;
 use super::kernels::{Kernel, Variant};
-use crate::backend::{AttnBatch, AttnShape, KvLayer, Tensor, check};
+use crate::backend::{AttnBatch, AttnShape, DType, KvLayer, Tensor, check};
 use crate::error::{Error, Result};
 
 /// Key positions per chunk; must equal attention_fold.wgsl's CHUNK.
@@ -52,20 +57,32 @@ pub fn kv_write(
 ) -> Result<()> {
     check::kv_write(k, v, slot, cache)?;
     let kv_dim = k.cols;
+    let bufs = [&k.buf, &v.buf, &slot.buf, &cache.k.buf, &cache.v.buf];
+    if cache.k.dtype == DType::F16 {
+        // One thread per cache word: a pair of values, rounded to halves.
+        let (pairs, kv_words) = (k.len() / 2, kv_words(cache));
+        let params = [pairs as u32, kv_words as u32, cache.k.rows as u32];
+        return be.ctx.dispatch(Variant::plain(Kernel::KvWriteF16), &bufs, &params, be.ctx.grid_1d(pairs));
+    }
     let n = k.len();
     let params = [n as u32, kv_dim as u32, cache.k.rows as u32];
-    let bufs = [&k.buf, &v.buf, &slot.buf, &cache.k.buf, &cache.v.buf];
     be.ctx.dispatch(Variant::plain(Kernel::KvWrite), &bufs, &params, be.ctx.grid_1d(n))
+}
+
+/// u32 words per cache slot: kv_dim values of f32, or kv_dim / 2 pairs of halves (`alloc` makes
+/// f16 tensors of even width only).
+fn kv_words(cache: &KvLayer<Wgpu>) -> usize {
+    if cache.k.dtype == DType::F16 { cache.k.cols / 2 } else { cache.k.cols }
 }
 
 pub fn copy_slots(be: &Wgpu, cache: &mut KvLayer<Wgpu>, src: usize, dst: usize, n: usize) -> Result<()> {
     check::copy_slots(cache, src, dst, n)?;
-    let kv_dim = cache.k.cols;
+    let words = kv_words(cache);
     // A buffer cannot be bound twice in one dispatch: copy through scratch (src → scratch → dst).
-    let len = n * kv_dim;
+    let len = n * words;
     let scratch = be.ctx.scratch((len * 4) as u64)?;
     let (v, groups) = (Variant::plain(Kernel::CopySlots), be.ctx.grid_1d(len));
-    let (from, to) = ([len as u32, (src * kv_dim) as u32, 0], [len as u32, 0, (dst * kv_dim) as u32]);
+    let (from, to) = ([len as u32, (src * words) as u32, 0], [len as u32, 0, (dst * words) as u32]);
     let (k_out, k_in) = ([&cache.k.buf, &*scratch], [&*scratch, &cache.k.buf]);
     let (v_out, v_in) = ([&cache.v.buf, &*scratch], [&*scratch, &cache.v.buf]);
     be.ctx.dispatch_all(&[
@@ -115,17 +132,19 @@ pub fn attention(
     ];
     let inputs = [&q.buf, &cache.k.buf, &cache.v.buf, &batch.seq.buf, &batch.pos.buf, &batch.block_table.buf];
     let head_groups = (shape.n_heads / hpw) as u32;
+    let kv_f16 = cache.k.dtype == DType::F16;
     if plan.tiled {
         let bufs = [inputs.as_slice(), &[&dst.buf]].concat();
         let groups = [n_tokens.div_ceil(qt) as u32, head_groups, 1];
-        return be.ctx.dispatch(Variant::plain(Kernel::AttentionTiled), &bufs, &params, groups);
+        let v = Variant { kv_f16, ..Variant::plain(Kernel::AttentionTiled) };
+        return be.ctx.dispatch(v, &bufs, &params, groups);
     }
     let part = be.ctx.scratch(plan.part_bytes as u64)?;
     let bufs = [inputs.as_slice(), &[&*part]].concat();
     let combine = [shape.n_heads as u32, hd as u32, plan.n_chunks as u32, window];
     be.ctx.dispatch_all(&[
         Job {
-            v: Variant::plain(Kernel::Attention),
+            v: Variant { kv_f16, ..Variant::plain(Kernel::Attention) },
             bufs: &bufs,
             params: &params,
             groups: [plan.n_chunks as u32, head_groups, n_tokens as u32],

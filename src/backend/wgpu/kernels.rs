@@ -50,6 +50,7 @@ kernels! {
     AddBias => "add_bias", [W, R];
     GatherRows => "gather_rows", [R, R, W];
     KvWrite => "kv_write", [R, R, R, W, W];
+    KvWriteF16 => "kv_write_f16", [R, R, R, W, W];
     CopySlots => "copy_slots", [R, W];
     Attention => "attention", [R, R, R, R, R, R, W];
     AttentionTiled => "attention_tiled", [R, R, R, R, R, R, W];
@@ -76,11 +77,14 @@ pub struct Variant {
     /// matmul_vec with teams of several lanes: blocks a lane loads before computing on them (1, 2
     /// or 4; the sums and their order do not depend on it).
     pub unroll: u32,
+    /// attention, attention_tiled: the KV cache holds IEEE halves, two per u32 word (read with
+    /// `unpack2x16float`, so no SHADER_F16 is needed).
+    pub kv_f16: bool,
 }
 
 impl Variant {
     pub fn plain(kernel: Kernel) -> Variant {
-        Variant { kernel, format: None, subgroups: false, tpr: 0, mb: 0, f16: false, unroll: 1 }
+        Variant { kernel, format: None, subgroups: false, tpr: 0, mb: 0, f16: false, unroll: 1, kv_f16: false }
     }
 
     pub fn label(&self) -> String {
@@ -99,6 +103,9 @@ impl Variant {
         }
         if self.f16 {
             s += "_f16";
+        }
+        if self.kv_f16 {
+            s += "_kvf16";
         }
         s
     }
@@ -136,6 +143,7 @@ impl Variant {
             src += shader!("attention_fold");
         }
         if matches!(self.kernel, Kernel::Attention | Kernel::AttentionTiled) {
+            src += if self.kv_f16 { shader!("kv_f16") } else { shader!("kv_f32") };
             src += shader!("attention_chunk");
         }
         src + self.kernel.body()
@@ -172,8 +180,8 @@ impl Variant {
                                     subgroups,
                                     tpr,
                                     mb,
-                                    f16: false,
                                     unroll,
+                                    ..Variant::plain(kernel)
                                 });
                             }
                         }
@@ -190,6 +198,9 @@ impl Variant {
                 }
                 Kernel::Embed => {
                     out.extend(Format::ALL.into_iter().map(|f| Variant { format: Some(f), ..Variant::plain(kernel) }))
+                }
+                Kernel::Attention | Kernel::AttentionTiled => {
+                    out.extend([false, true].map(|kv_f16| Variant { kv_f16, ..Variant::plain(kernel) }))
                 }
                 _ => out.push(Variant::plain(kernel)),
             }

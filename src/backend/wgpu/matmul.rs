@@ -84,7 +84,15 @@ fn matmul_part(be: &Wgpu, x: &Tensor<Wgpu>, w: &Weight<Wgpu>, part: &WeightPart,
         // f32 products even with SHADER_F16: no slower (decode reads each weight once, so bandwidth,
         // not arithmetic, bounds it) and as exact as the CPU's (see the module doc).
         let unroll = if tpr == 1 { 1 } else { vec_unroll(be, mb)? };
-        let v = Variant { kernel: Kernel::MatmulVec, format: Some(format), subgroups, tpr, mb, f16: false, unroll };
+        let v = Variant {
+            kernel: Kernel::MatmulVec,
+            format: Some(format),
+            subgroups,
+            tpr,
+            mb,
+            unroll,
+            ..Variant::plain(Kernel::MatmulVec)
+        };
         let rows_per_group = (vec_wg(tpr) / tpr * 4) as usize;
         let groups = [n.div_ceil(rows_per_group) as u32, m.div_ceil(mb as usize) as u32, 1];
         return be.ctx.dispatch(v, &bufs, &params, groups);
