@@ -267,3 +267,20 @@ pub fn or_skip<B: Backend>(what: &str, require: &str, made: ultra::Result<B>) ->
         }
     }
 }
+
+/// A wgpu backend whose quantized matmuls of m ≥ 64 run on cooperative matrices, or an error
+/// saying the adapter has none (the suite then skips loudly; `ULTRA_REQUIRE_COOPMAT=1` fails).
+#[cfg(feature = "wgpu")]
+pub fn wgpu_coop(options: ultra::backend::wgpu::Options) -> ultra::Result<ultra::Wgpu> {
+    let be = ultra::Wgpu::with_options(ultra::backend::wgpu::Options { coopmat: true, ..options })?;
+    match be.cooperative_matrices() {
+        Some(_) => Ok(be),
+        None => Err(ultra::Error::DeviceUnavailable {
+            backend: "wgpu",
+            reason: format!(
+                "{} has no f16 × f16 → f32 cooperative matrices of side 8 or 16 with a fixed subgroup size",
+                be.adapter_name()
+            ),
+        }),
+    }
+}

@@ -136,6 +136,12 @@ op_suite!(wgpu: ultra::Wgpu => crate::harness::or_skip("wgpu", "ULTRA_REQUIRE_WG
 op_suite!(wgpu_fallbacks: ultra::Wgpu => crate::harness::or_skip("wgpu", "ULTRA_REQUIRE_WGPU", ultra::Wgpu::with_options(ultra::backend::wgpu::Options::fallbacks())),
     invariance: crate::harness::or_skip("wgpu", "ULTRA_REQUIRE_WGPU", ultra::Wgpu::with_options(ultra::backend::wgpu::Options::fallbacks().invariant())),
     matmul_rows: 70, attn_tokens: usize::MAX);
+// Cooperative matrices (matmul_coop for quantized m ≥ 64) where the adapter has them (Mesa ≥ 26's
+// lavapipe, NVIDIA): skipped loudly elsewhere, ULTRA_REQUIRE_COOPMAT=1 fails instead.
+#[cfg(feature = "wgpu")]
+op_suite!(wgpu_coop: ultra::Wgpu => crate::harness::or_skip("cooperative-matrix wgpu", "ULTRA_REQUIRE_COOPMAT", crate::harness::wgpu_coop(ultra::backend::wgpu::Options::from_env())),
+    invariance: crate::harness::or_skip("cooperative-matrix wgpu", "ULTRA_REQUIRE_COOPMAT", crate::harness::wgpu_coop(ultra::backend::wgpu::Options::from_env().invariant())),
+    matmul_rows: 70, attn_tokens: usize::MAX);
 // cuda is not batch-invariant past m = 8 (int8 GEMV below, f16 tensor cores above): 7 rows; nor
 // for attention batches of 64+ tokens (the tiled prefill kernel, not the split-K one).
 #[cfg(feature = "cuda")]

@@ -50,6 +50,9 @@ pub struct Options {
     /// Blocks per lane the quantized GEMV loads before computing on them (1, 2 or 4; None: the
     /// planner's choice). The sums and their order do not depend on it.
     pub vec_unroll: Option<u32>,
+    /// Run quantized matmuls of m ≥ 64 on cooperative matrices (`matmul_coop.wgsl`) where the
+    /// adapter has f16 × f16 → f32 ones (wgpu's experimental feature): opt-in until timed on a GPU.
+    pub coopmat: bool,
 }
 
 impl Options {
@@ -62,7 +65,9 @@ impl Options {
         let batch_invariant = std::env::var("ULTRA_WGPU_BATCH_INVARIANT").as_deref() == Ok("1");
         let weight_part_bytes = std::env::var("ULTRA_WGPU_WEIGHT_PART").ok().and_then(|v| v.trim().parse().ok());
         let vec_unroll = std::env::var("ULTRA_WGPU_VEC_UNROLL").ok().and_then(|v| v.trim().parse().ok());
+        let coopmat = std::env::var("ULTRA_WGPU_COOPMAT").as_deref() == Ok("1");
         Options {
+            coopmat,
             disable_subgroups: has("subgroups"),
             disable_f16: has("f16"),
             batch_invariant,
@@ -138,6 +143,9 @@ pub struct Context {
     /// Subgroup size when subgroup kernels are in use (fixed size, enabled, not disabled).
     pub(crate) subgroup_size: Option<u32>,
     pub(crate) f16: bool,
+    /// Cooperative matrices for matmul_coop when `Options::coopmat` asked and the adapter has them:
+    /// (matrix side, subgroup size).
+    pub(crate) coop: Option<(u32, u32)>,
     /// A CPU adapter (SwiftShader, lavapipe; a browser's fallback adapter): the quantized GEMV
     /// runs one-lane teams (matmul.rs).
     pub(crate) cpu_adapter: bool,
@@ -156,6 +164,25 @@ pub struct Context {
     pub(crate) transfers: AtomicU64,
     pub(crate) scratch: Mutex<Option<Arc<GpuBuffer>>>,
     pub(super) profiler: Option<Profiler>,
+}
+
+/// The square f16 × f16 → f32 cooperative matrices matmul_coop can use on this adapter (16 × 16
+/// before 8 × 8), with its subgroup size, which must be fixed: a matrix belongs to one subgroup and
+/// the kernel assigns tiles by subgroup index.
+fn coop_shape(adapter: &wgpu::Adapter, info: &wgpu::AdapterInfo) -> Option<(u32, u32)> {
+    use wgpu::CooperativeScalarType::{F16, F32};
+    let sg = info.subgroup_min_size;
+    if !adapter.features().contains(wgpu::Features::EXPERIMENTAL_COOPERATIVE_MATRIX)
+        || sg != info.subgroup_max_size
+        || !(4..=128).contains(&sg)
+    {
+        return None;
+    }
+    let props = adapter.cooperative_matrix_properties();
+    let has = |s: u32| {
+        props.iter().any(|p| p.m_size == s && p.n_size == s && p.k_size == s && p.ab_type == F16 && p.cr_type == F32)
+    };
+    [16, 8].into_iter().find(|&s| has(s)).map(|s| (s, sg))
 }
 
 fn unavailable(reason: impl ToString) -> Error {
@@ -197,6 +224,14 @@ impl Context {
         if available.contains(wgpu::Features::SHADER_F16) && !options.disable_f16 {
             features |= wgpu::Features::SHADER_F16;
         }
+        let coop = if options.coopmat && features.contains(wgpu::Features::SHADER_F16) {
+            coop_shape(&adapter, &info)
+        } else {
+            None
+        };
+        if coop.is_some() {
+            features |= wgpu::Features::EXPERIMENTAL_COOPERATIVE_MATRIX;
+        }
         let profile = std::env::var("ULTRA_WGPU_PROFILE").as_deref() == Ok("1")
             && available.contains(wgpu::Features::TIMESTAMP_QUERY);
         if profile {
@@ -208,6 +243,14 @@ impl Context {
                 label: Some("ultra"),
                 required_features: features,
                 required_limits: limits.clone(),
+                // SAFETY: a token, not a memory access: wgpu asks callers of its experimental
+                // features (here cooperative matrices, requested only with `Options::coopmat`) to
+                // acknowledge that they may still have bugs.
+                experimental_features: if coop.is_some() {
+                    unsafe { wgpu::ExperimentalFeatures::enabled() }
+                } else {
+                    wgpu::ExperimentalFeatures::disabled()
+                },
                 ..Default::default()
             })
             .await
@@ -233,6 +276,7 @@ impl Context {
             queue,
             info,
             f16: features.contains(wgpu::Features::SHADER_F16),
+            coop,
             cpu_adapter,
             batch_invariant: options.batch_invariant,
             vec_unroll: options.vec_unroll,

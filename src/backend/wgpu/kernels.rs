@@ -3,7 +3,8 @@
 //! (`decode_<format>.wgsl`, matmul_vec `decode32_<format>.wgsl`; for the k-quants after their bit
 //! helpers, `kquant.wgsl`; for the group-wise formats after `intn.wgsl`, one decoder per scheme
 //! with the group size a constant) to their body; matmul joins the reduction it was built with,
-//! matmul_tiled the K step of its arithmetic (`tile32_f32.wgsl` or `tile32_f16.wgsl`); the
+//! matmul_tiled the K step of its arithmetic (`tile32_f32.wgsl` or `tile32_f16.wgsl`), matmul_coop
+//! its matrix side, subgroup size and matrix type aliases; the
 //! attention kernels join the chunk routine and the softmax fold they share (`attention_chunk`,
 //! `attention_fold`), which is what keeps split-K and tiled attention bit-identical.
 
@@ -39,6 +40,7 @@ kernels! {
     Matmul => "matmul", [R, R, W];
     MatmulVec => "matmul_vec", [R, R, W];
     MatmulTiled => "matmul_tiled", [R, R, W];
+    MatmulCoop => "matmul_coop", [R, R, W];
     Embed => "embed", [R, R, W];
     RmsNorm => "rms_norm", [R, R, W];
     AddRmsNorm => "add_rms_norm", [W, R, R, W];
@@ -77,6 +79,9 @@ pub struct Variant {
     /// matmul_vec with teams of several lanes: blocks a lane loads before computing on them (1, 2
     /// or 4; the sums and their order do not depend on it).
     pub unroll: u32,
+    /// matmul_coop: the side of its square cooperative matrices (8 or 16; 0 for other kernels), with
+    /// `tpr` the subgroup size that shares one matrix.
+    pub coop: u32,
     /// attention, attention_tiled: the KV cache holds IEEE halves, two per u32 word (read with
     /// `unpack2x16float`, so no SHADER_F16 is needed).
     pub kv_f16: bool,
@@ -84,7 +89,7 @@ pub struct Variant {
 
 impl Variant {
     pub fn plain(kernel: Kernel) -> Variant {
-        Variant { kernel, format: None, subgroups: false, tpr: 0, mb: 0, f16: false, unroll: 1, kv_f16: false }
+        Variant { kernel, format: None, subgroups: false, tpr: 0, mb: 0, f16: false, unroll: 1, coop: 0, kv_f16: false }
     }
 
     pub fn label(&self) -> String {
@@ -101,6 +106,9 @@ impl Variant {
         if self.kernel == Kernel::MatmulTiled {
             s += &format!("_bn{}", self.mb);
         }
+        if self.coop > 0 {
+            s += &format!("_cm{}_sg{}", self.coop, self.tpr);
+        }
         if self.f16 {
             s += "_f16";
         }
@@ -114,6 +122,13 @@ impl Variant {
     pub fn source(&self) -> String {
         // An `enable` directive must precede every declaration.
         let mut src = String::from(if self.f16 { "enable f16;\n" } else { "" });
+        if self.kernel == Kernel::MatmulCoop {
+            let (cm, sg) = (self.coop, self.tpr);
+            src += "enable wgpu_cooperative_matrix;\n";
+            src += &format!("const CM: u32 = {cm}u;\nconst SG: u32 = {sg}u;\n");
+            src += &format!("alias MatA = coop_mat{cm}x{cm}<f16, A>;\nalias MatB = coop_mat{cm}x{cm}<f16, B>;\n");
+            src += &format!("alias MatC = coop_mat{cm}x{cm}<f32, C>;\n");
+        }
         if matches!(self.kernel, Kernel::Matmul | Kernel::MatmulVec) {
             let wg = if self.kernel == Kernel::Matmul { 256 } else { vec_wg(self.tpr) };
             src += &format!("const WG: u32 = {wg}u;\nconst TPR: u32 = {}u;\nconst MB: u32 = {}u;\n", self.tpr, self.mb);
@@ -196,6 +211,20 @@ impl Variant {
                         }
                     }
                 }
+                Kernel::MatmulCoop => {
+                    for format in Format::ALL.into_iter().filter(|f| f.is_quantized()) {
+                        for (coop, tpr) in COOP_SHAPES {
+                            out.push(Variant {
+                                kernel,
+                                format: Some(format),
+                                f16: true,
+                                coop,
+                                tpr,
+                                ..Variant::plain(kernel)
+                            });
+                        }
+                    }
+                }
                 Kernel::Embed => {
                     out.extend(Format::ALL.into_iter().map(|f| Variant { format: Some(f), ..Variant::plain(kernel) }))
                 }
@@ -222,6 +251,10 @@ const VEC_WG_SOLO: u32 = 16;
 pub fn vec_wg(tpr: u32) -> u32 {
     if tpr == 1 { VEC_WG_SOLO } else { VEC_WG }
 }
+
+/// (matrix side, subgroup size) pairs matmul_coop is validated with: lavapipe's 8 × 8 in subgroups of
+/// 8, NVIDIA's 16 × 16 in warps of 32 (the host builds whatever pair its adapter has).
+const COOP_SHAPES: [(u32, u32); 2] = [(8, 8), (16, 32)];
 
 /// Tile widths BN of matmul_tiled (64 rows × BN columns; 256 threads, 4 × 4 or 4 × 8 outputs each).
 pub const TILED_SIDES: [u32; 2] = [64, 128];

@@ -1,5 +1,12 @@
-//! Matmul: fused dequantize + matrix products, three kernels.
+//! Matmul: fused dequantize + matrix products, four kernels.
 //!
+//! - m ≥ TILED_MIN_M with `Options::coopmat` (`ULTRA_WGPU_COOPMAT=1`) on an adapter with f16 ×
+//!   f16 → f32 cooperative matrices (wgpu's experimental feature: Vulkan's
+//!   VK_KHR_cooperative_matrix, e.g. NVIDIA's tensor cores or Mesa ≥ 26's lavapipe; Metal's
+//!   simdgroup matrices), quantized weights: `matmul_coop.wgsl`. Per 32-value block of k a
+//!   4s × 4s tile (s = the matrix side, 16 or 8) decodes its weight rows and x rows into f16 slabs,
+//!   and each of 4 subgroups multiplies 2 × 2 matrices of side s from them, summing in f32.
+//!   Opt-in until it is timed on a GPU.
 //! - m ≥ TILED_MIN_M (prefill, large decode batches, long verifies): `matmul_tiled.wgsl`, a
 //!   shared-memory SGEMM. Each workgroup owns a 64 × BN output tile (BN = 64, or 128 when that
 //!   still gives LARGE_MIN_GROUPS workgroups and fits the adapter's workgroup memory), and per K
@@ -52,6 +59,8 @@ const TILED_THREADS: u32 = 256;
 /// Rows (of x and dst) of a matmul_tiled tile, and k per step (matmul_tiled.wgsl `BM`, `KS`).
 const TILED_BM: usize = 64;
 const TILED_KS: u32 = 64;
+/// matmul_coop's slab row stride in halves (`KP`).
+const COOP_KP: u32 = 40;
 
 pub fn matmul(be: &Wgpu, x: &Tensor<Wgpu>, w: &Weight<Wgpu>, dst: &mut Tensor<Wgpu>) -> Result<()> {
     check::matmul(x, w, dst)?;
@@ -67,6 +76,11 @@ fn matmul_part(be: &Wgpu, x: &Tensor<Wgpu>, w: &Weight<Wgpu>, part: &WeightPart,
     let (m, n, format) = (x.rows, part.rows, w.format);
     let params = [&part.info[..], &[m as u32, n as u32, part.row0 as u32, w.rows as u32]].concat();
     let bufs = [&part.buf, &x.buf, &dst.buf];
+    if let Some(v) = coop(be, format, m) {
+        let side = 4 * v.coop as usize;
+        let groups = [n.div_ceil(side) as u32, m.div_ceil(side) as u32, 1];
+        return be.ctx.dispatch(v, &bufs, &params, groups);
+    }
     if let Some(v) = tiled(be, format, m, n) {
         let groups = [n.div_ceil(v.mb as usize) as u32, m.div_ceil(TILED_BM) as u32, 1];
         return be.ctx.dispatch(v, &bufs, &params, groups);
@@ -113,6 +127,35 @@ fn vec_unroll(be: &Wgpu, mb: u32) -> Result<u32> {
         }
         None => Ok(if mb == 1 { 2 } else { 1 }),
     }
+}
+
+/// The matmul_coop variant for this call where the context has cooperative matrices
+/// (`Options::coopmat`), the weight is quantized (whole 32-value blocks of k) and m is the tiled
+/// kernel's range; None otherwise.
+fn coop(be: &Wgpu, format: Format, m: usize) -> Option<Variant> {
+    let (side, sg) = be.ctx.coop?;
+    let limits = &be.ctx.limits;
+    // Two f16 slabs of 4·side rows × 40 halves, and one side² f32 tile per subgroup (matmul_coop.wgsl).
+    let shared = 2 * 4 * side * COOP_KP * 2 + 4 * side * side * 4;
+    let threads = 4 * sg;
+    if m < TILED_MIN_M
+        || be.ctx.batch_invariant
+        || !format.is_quantized()
+        || threads > limits.max_compute_workgroup_size_x
+        || threads > limits.max_compute_invocations_per_workgroup
+        || shared > limits.max_compute_workgroup_storage_size
+    {
+        return None;
+    }
+    let v = Variant {
+        kernel: Kernel::MatmulCoop,
+        format: Some(format),
+        f16: true,
+        coop: side,
+        tpr: sg,
+        ..Variant::plain(Kernel::MatmulCoop)
+    };
+    Some(v)
 }
 
 /// The matmul_tiled variant for this call, or None for the GEMV path (small m, batch-invariant

@@ -52,6 +52,12 @@ impl Wgpu {
         self.ctx.info.name.clone()
     }
 
+    /// The cooperative matrices quantized matmuls of m ≥ 64 run on (`Options::coopmat` on an
+    /// adapter that has f16 × f16 → f32 ones): (matrix side, subgroup size), or None.
+    pub fn cooperative_matrices(&self) -> Option<(u32, u32)> {
+        self.ctx.coop
+    }
+
     /// Host↔device transfers so far (each write_* or read_* call counts one).
     pub fn transfer_count(&self) -> u64 {
         memory::transfer_count(self)
