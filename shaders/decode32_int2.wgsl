@@ -11,7 +11,7 @@ const HALVES: bool = false;
 struct Raw { q: vec2<u32>, d: f32, m: f32, d2: f32, m2: f32 }
 
 fn raw(info: WeightInfo, blk: u32) -> Raw {
-    let v = w[blk >> 1u];
+    let v = wload(blk >> 1u);
     let dz = intn_dz(word(info.d + (blk >> INTN_SHIFT)));
     return Raw(select(v.xy, v.zw, (blk & 1u) == 1u), dz.x, -(dz.x * dz.y), 0.0, 0.0);
 }

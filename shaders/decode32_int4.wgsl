@@ -12,7 +12,7 @@ struct Raw { q: vec4<u32>, d: f32, m: f32, d2: f32, m2: f32 }
 
 fn raw(info: WeightInfo, blk: u32) -> Raw {
     let dz = intn_dz(word(info.d + (blk >> INTN_SHIFT)));
-    return Raw(w[blk], dz.x, -(dz.x * dz.y), 0.0, 0.0);
+    return Raw(wload(blk), dz.x, -(dz.x * dz.y), 0.0, 0.0);
 }
 
 fn vals(r: Raw) -> Blk {

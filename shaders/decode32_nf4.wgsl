@@ -11,7 +11,7 @@ const HALVES: bool = false;
 struct Raw { q: vec4<u32>, d: f32, m: f32, d2: f32, m2: f32, lv: u32 }
 
 fn raw(info: WeightInfo, blk: u32) -> Raw {
-    return Raw(w[blk], unpack2x16float(word(info.d + (blk >> INTN_SHIFT))).x, 0.0, 0.0, 0.0, (info.sc >> 2u) + 4u);
+    return Raw(wload(blk), unpack2x16float(word(info.d + (blk >> INTN_SHIFT))).x, 0.0, 0.0, 0.0, (info.sc >> 2u) + 4u);
 }
 
 fn vals(r: Raw) -> Blk {

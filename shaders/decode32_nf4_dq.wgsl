@@ -13,7 +13,7 @@ struct Raw { q: vec4<u32>, d: f32, m: f32, d2: f32, m2: f32, lv: u32 }
 fn raw(info: WeightInfo, blk: u32) -> Raw {
     let h = word(info.d + (blk >> INTN_SHIFT));
     let c = (h >> (16u + 8u * ((blk >> (INTN_SHIFT - 1u)) & 1u))) & 0xffu;
-    return Raw(w[blk], unpack2x16float(h).x * f32(c), 0.0, 0.0, 0.0, (info.sc >> 2u) + 4u);
+    return Raw(wload(blk), unpack2x16float(h).x * f32(c), 0.0, 0.0, 0.0, (info.sc >> 2u) + 4u);
 }
 
 fn vals(r: Raw) -> Blk {

@@ -11,7 +11,7 @@ const HALVES: bool = true;
 struct Raw { q: vec2<u32>, d: f32, m: f32, d2: f32, m2: f32 }
 
 fn raw(info: WeightInfo, blk: u32) -> Raw {
-    let v = w[blk >> 1u];
+    let v = wload(blk >> 1u);
     let sub = byte_pair(word(info.sc + (blk >> 1u)), blk & 1u);
     let dm = unpack2x16float(word(info.d + (blk >> 3u)));
     let d = dm.x * vec2<f32>(sub & vec2<u32>(0xfu));

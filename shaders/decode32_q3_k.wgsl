@@ -11,7 +11,7 @@ const HALVES: bool = true;
 struct Raw { q: vec2<u32>, h: u32, d: f32, m: f32, d2: f32, m2: f32 }
 
 fn raw(info: WeightInfo, blk: u32) -> Raw {
-    let v = w[blk >> 1u];
+    let v = wload(blk >> 1u);
     let sb = blk >> 3u;
     let s = info.sc + 3u * sb;
     let packed = vec3<u32>(word(s), word(s + 1u), word(s + 2u));

@@ -10,7 +10,7 @@ const HALVES: bool = false;
 struct Raw { q: vec4<u32>, d: f32, m: f32, d2: f32, m2: f32 }
 
 fn raw(info: WeightInfo, blk: u32) -> Raw {
-    return Raw(w[blk], half_of(info.d, blk), 0.0, 0.0, 0.0);
+    return Raw(wload(blk), half_of(info.d, blk), 0.0, 0.0, 0.0);
 }
 
 fn vals(r: Raw) -> Blk {

@@ -10,7 +10,7 @@ struct Raw { q: vec4<u32>, d: f32, m: f32, d2: f32, m2: f32 }
 
 fn raw(info: WeightInfo, blk: u32) -> Raw {
     let dm = unpack2x16float(word(info.d + blk));
-    return Raw(w[blk], dm.x, dm.y, 0.0, 0.0);
+    return Raw(wload(blk), dm.x, dm.y, 0.0, 0.0);
 }
 
 fn vals(r: Raw) -> Blk {

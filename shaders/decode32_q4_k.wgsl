@@ -15,7 +15,7 @@ fn raw(info: WeightInfo, blk: u32) -> Raw {
     let s = info.sc + 3u * sb;
     let sm = vec2<f32>(scale_min_k4(vec3<u32>(word(s), word(s + 1u), word(s + 2u)), blk & 7u));
     let dm = unpack2x16float(word(info.d + sb));
-    return Raw(w[blk], dm.x * sm.x, -(dm.y * sm.y), 0.0, 0.0);
+    return Raw(wload(blk), dm.x * sm.x, -(dm.y * sm.y), 0.0, 0.0);
 }
 
 fn vals(r: Raw) -> Blk {

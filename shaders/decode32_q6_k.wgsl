@@ -13,7 +13,7 @@ struct Raw { q: vec4<u32>, qh: vec2<u32>, d: f32, m: f32, d2: f32, m2: f32 }
 fn raw(info: WeightInfo, blk: u32) -> Raw {
     let qh = vec2<u32>(word(info.qh + 2u * blk), word(info.qh + 2u * blk + 1u));
     let d = half_of(info.d, blk >> 3u) * sbyte_pair(word(info.sc + (blk >> 1u)), blk & 1u);
-    return Raw(w[blk], qh, d.x, 0.0, d.y, 0.0);
+    return Raw(wload(blk), qh, d.x, 0.0, d.y, 0.0);
 }
 
 // Values from the nibbles of word `q` (low or high by `shift`) and the 2-bit highs of word `h` at `hs`.

@@ -9,7 +9,7 @@ const HALVES: bool = false;
 struct Raw { q: vec4<u32>, q2: vec4<u32>, d: f32, m: f32, d2: f32, m2: f32 }
 
 fn raw(info: WeightInfo, blk: u32) -> Raw {
-    return Raw(w[2u * blk], w[2u * blk + 1u], half_of(info.d, blk), 0.0, 0.0, 0.0);
+    return Raw(wload(2u * blk), wload(2u * blk + 1u), half_of(info.d, blk), 0.0, 0.0, 0.0);
 }
 
 fn vals(r: Raw) -> Blk {

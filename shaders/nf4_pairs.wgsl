@@ -10,10 +10,10 @@ struct Pairs4 { lo: vec4<f32>, hi: vec4<f32> }
 
 // The levels of the four code bytes of q: .lo the low nibbles', .hi the high ones'.
 fn pairs4(at: u32, q: u32) -> Pairs4 {
-    let e0 = bitcast<vec2<f32>>(w[at + (q & 0xffu)].xy);
-    let e1 = bitcast<vec2<f32>>(w[at + ((q >> 8u) & 0xffu)].xy);
-    let e2 = bitcast<vec2<f32>>(w[at + ((q >> 16u) & 0xffu)].xy);
-    let e3 = bitcast<vec2<f32>>(w[at + (q >> 24u)].xy);
+    let e0 = bitcast<vec2<f32>>(wload(at + (q & 0xffu)).xy);
+    let e1 = bitcast<vec2<f32>>(wload(at + ((q >> 8u) & 0xffu)).xy);
+    let e2 = bitcast<vec2<f32>>(wload(at + ((q >> 16u) & 0xffu)).xy);
+    let e3 = bitcast<vec2<f32>>(wload(at + (q >> 24u)).xy);
     return Pairs4(vec4<f32>(e0.x, e1.x, e2.x, e3.x), vec4<f32>(e0.y, e1.y, e2.y, e3.y));
 }
 

@@ -18,8 +18,9 @@ use crate::error::{Error, Result};
 
 /// Bytes of the parameter arena (one submission's worth; a longer recording flushes early).
 const ARENA_BYTES: u64 = 1 << 20;
-/// Bytes of one dispatch's parameters as bound (every Params struct fits).
-const PARAMS_BYTES: u64 = 64;
+/// Bytes of one dispatch's parameters as bound (every Params struct fits: matmul_vec_parts' is the
+/// largest, three weight geometries and two vec4s).
+const PARAMS_BYTES: u64 = 128;
 /// Bind groups kept before the cache is cleared (buffer ids are never reused, so stale entries
 /// only hold memory).
 const MAX_BIND_GROUPS: usize = 4096;
@@ -163,6 +164,9 @@ pub struct Context {
     next_id: AtomicU64,
     pub(crate) transfers: AtomicU64,
     pub(crate) scratch: Mutex<Option<Arc<GpuBuffer>>>,
+    /// A 4-byte buffer for a storage binding a dispatch declares but does not use (matmul_vec_parts
+    /// with two weights: its third output).
+    pub(crate) unused: GpuBuffer,
     pub(super) profiler: Option<Profiler>,
 }
 
@@ -269,6 +273,16 @@ impl Context {
         });
         let subgroup_size = features.contains(wgpu::Features::SUBGROUP).then_some(info.subgroup_min_size);
         let profiler = profile.then(|| Profiler::new(&device, &queue));
+        let unused = GpuBuffer {
+            buf: device.create_buffer(&wgpu::BufferDescriptor {
+                label: Some("unused binding"),
+                size: 4,
+                usage: wgpu::BufferUsages::STORAGE,
+                mapped_at_creation: false,
+            }),
+            id: u64::MAX, // never a tensor's (theirs count up from 1) nor an empty slot of a cache key (0)
+            mirror: HostMirror::default(),
+        };
         let cpu_adapter = info.device_type == wgpu::DeviceType::Cpu && !options.disable_solo;
         Ok(Context {
             profiler,
@@ -295,6 +309,7 @@ impl Context {
             next_id: AtomicU64::new(1),
             transfers: AtomicU64::new(0),
             scratch: Mutex::default(),
+            unused,
         })
     }
 
@@ -423,6 +438,10 @@ impl Context {
     }
 
     fn record(&self, state: &mut State, job: &Job, compiled: &Compiled) -> Result<()> {
+        if job.params.len() as u64 * 4 > PARAMS_BYTES {
+            let detail = format!("{} parameter words (at most {})", job.params.len(), PARAMS_BYTES / 4);
+            return Err(Error::Unsupported { op: job.v.kernel.stem(), backend: "wgpu", detail });
+        }
         if state.params.len() as u64 + self.arena_stride > ARENA_BYTES {
             self.flush_locked(state, &[])?;
         }

@@ -39,6 +39,8 @@ macro_rules! kernels {
 kernels! {
     Matmul => "matmul", [R, R, W];
     MatmulVec => "matmul_vec", [R, R, W];
+    MatmulVecParts => "matmul_vec_parts", [R, R, R, R, W, W, W];
+    MatmulVecSilu => "matmul_vec_silu", [R, R, R, W, W];
     MatmulTiled => "matmul_tiled", [R, R, W];
     MatmulCoop => "matmul_coop", [R, R, W];
     Embed => "embed", [R, R, W];
@@ -79,6 +81,8 @@ pub struct Variant {
     /// matmul_vec with teams of several lanes: blocks a lane loads before computing on them (1, 2
     /// or 4; the sums and their order do not depend on it).
     pub unroll: u32,
+    /// matmul_vec_parts: how many weights (2 or 3) share its dispatch; 0 for other kernels.
+    pub parts: u32,
     /// matmul_coop: the side of its square cooperative matrices (8 or 16; 0 for other kernels), with
     /// `tpr` the subgroup size that shares one matrix.
     pub coop: u32,
@@ -89,7 +93,18 @@ pub struct Variant {
 
 impl Variant {
     pub fn plain(kernel: Kernel) -> Variant {
-        Variant { kernel, format: None, subgroups: false, tpr: 0, mb: 0, f16: false, unroll: 1, coop: 0, kv_f16: false }
+        Variant {
+            kernel,
+            format: None,
+            subgroups: false,
+            tpr: 0,
+            mb: 0,
+            f16: false,
+            unroll: 1,
+            parts: 0,
+            coop: 0,
+            kv_f16: false,
+        }
     }
 
     pub fn label(&self) -> String {
@@ -97,8 +112,11 @@ impl Variant {
         if let Some(f) = self.format {
             s += &format!("_{}", f.name().to_lowercase());
         }
-        if matches!(self.kernel, Kernel::Matmul | Kernel::MatmulVec) {
+        if matches!(self.kernel, Kernel::Matmul | Kernel::MatmulVec | Kernel::MatmulVecParts | Kernel::MatmulVecSilu) {
             s += &format!("_tpr{}_mb{}{}", self.tpr, self.mb, if self.subgroups { "_subgroup" } else { "" });
+        }
+        if self.parts > 0 {
+            s += &format!("_p{}", self.parts);
         }
         if self.unroll > 1 {
             s += &format!("_u{}", self.unroll);
@@ -129,18 +147,19 @@ impl Variant {
             src += &format!("alias MatA = coop_mat{cm}x{cm}<f16, A>;\nalias MatB = coop_mat{cm}x{cm}<f16, B>;\n");
             src += &format!("alias MatC = coop_mat{cm}x{cm}<f32, C>;\n");
         }
-        if matches!(self.kernel, Kernel::Matmul | Kernel::MatmulVec) {
+        if matches!(self.kernel, Kernel::Matmul | Kernel::MatmulVec | Kernel::MatmulVecParts | Kernel::MatmulVecSilu) {
             let wg = if self.kernel == Kernel::Matmul { 256 } else { vec_wg(self.tpr) };
             src += &format!("const WG: u32 = {wg}u;\nconst TPR: u32 = {}u;\nconst MB: u32 = {}u;\n", self.tpr, self.mb);
             src += &format!("const UNROLL: u32 = {}u;\n", self.unroll);
             src += if self.subgroups { shader!("reduce_subgroup") } else { shader!("reduce_shared") };
         }
-        if self.kernel == Kernel::MatmulVec {
+        if matches!(self.kernel, Kernel::MatmulVec | Kernel::MatmulVecParts | Kernel::MatmulVecSilu) {
             // Variants are made by `all()` and the matmul planner, only for quantized formats.
             let decode = self.format.and_then(decoder32).unwrap_or("");
+            src += &format!("const PARTS: u32 = {}u;\n", self.parts);
             src += shader!("dot32_f32");
             src += &helpers(self.format);
-            return src + decode + self.kernel.body();
+            return src + decode + shader!("gemv") + self.kernel.body();
         }
         if self.kernel == Kernel::MatmulTiled {
             src += &format!("const BN: u32 = {}u;\n", self.mb);
@@ -183,21 +202,23 @@ impl Variant {
                         }
                     }
                 }
-                Kernel::MatmulVec => {
+                Kernel::MatmulVec | Kernel::MatmulVecParts | Kernel::MatmulVecSilu => {
+                    let parts: &[u32] = if kernel == Kernel::MatmulVecParts { &[2, 3] } else { &[0] };
                     for format in Format::ALL.into_iter().filter(|&f| decoder32(f).is_some()) {
                         let shapes =
                             [(false, 32, 1), (false, 32, 8), (true, 32, 1), (true, 8, 8), (false, 1, 1), (false, 1, 8)];
                         for (subgroups, tpr, mb) in shapes {
                             for unroll in VEC_UNROLLS {
-                                out.push(Variant {
+                                out.extend(parts.iter().map(|&parts| Variant {
                                     kernel,
                                     format: Some(format),
                                     subgroups,
                                     tpr,
                                     mb,
                                     unroll,
+                                    parts,
                                     ..Variant::plain(kernel)
-                                });
+                                }));
                             }
                         }
                     }
@@ -258,6 +279,13 @@ const COOP_SHAPES: [(u32, u32); 2] = [(8, 8), (16, 32)];
 
 /// Tile widths BN of matmul_tiled (64 rows × BN columns; 256 threads, 4 × 4 or 4 × 8 outputs each).
 pub const TILED_SIDES: [u32; 2] = [64, 128];
+
+/// Whether matmul_vec's decoder for `format` adds a block minimum (`HAS_MIN`: m · Σx over the block),
+/// so that the GEMV sums x values and does not only multiply them. Read from the decoder's source,
+/// which is what decides it.
+pub fn gemv_sums_x(format: Format) -> bool {
+    decoder32(format).is_none_or(|d| !d.contains("const HAS_MIN: bool = false;"))
+}
 
 /// The whole-block decoder of a quantized format, for matmul_vec (float formats have none: their
 /// GEMV is `matmul`). A k-quant's is one 32-value block of its 256-value super-block.

@@ -37,7 +37,7 @@
 //! row stride); every output is summed as in the one-part path, so the bits do not change.
 
 use super::Wgpu;
-use super::kernels::{Kernel, TILED_SIDES, VEC_UNROLLS, Variant, vec_wg};
+use super::kernels::{Kernel, TILED_SIDES, VEC_UNROLLS, Variant, gemv_sums_x, vec_wg};
 use super::memory::WeightPart;
 use crate::backend::{Tensor, Weight, check};
 use crate::error::{Error, Result};
@@ -85,36 +85,116 @@ fn matmul_part(be: &Wgpu, x: &Tensor<Wgpu>, w: &Weight<Wgpu>, part: &WeightPart,
         let groups = [n.div_ceil(v.mb as usize) as u32, m.div_ceil(TILED_BM) as u32, 1];
         return be.ctx.dispatch(v, &bufs, &params, groups);
     }
-    let (subgroups, tpr) = match be.ctx.subgroup_size {
+    if format.is_quantized() {
+        let (v, rows_per_group) = gemv(be, format, m)?;
+        let groups = [n.div_ceil(rows_per_group) as u32, m.div_ceil(v.mb as usize) as u32, 1];
+        return be.ctx.dispatch(v, &bufs, &params, groups);
+    }
+    let (subgroups, tpr) = lanes(be, format);
+    let mb = if m == 1 { 1 } else { MB_BATCH };
+    let v =
+        Variant { kernel: Kernel::Matmul, format: Some(format), subgroups, tpr, mb, ..Variant::plain(Kernel::Matmul) };
+    let rows_per_group = 256 / tpr as usize;
+    let groups = [n.div_ceil(rows_per_group) as u32, m.div_ceil(mb as usize) as u32, 1];
+    be.ctx.dispatch(v, &bufs, &params, groups)
+}
+
+/// How a GEMV reduces: (with subgroup operations, threads per output row).
+fn lanes(be: &Wgpu, format: Format) -> (bool, u32) {
+    match be.ctx.subgroup_size {
         // CPU adapters run a workgroup's lanes as SIMD on one thread, where every barrier of a
         // shared-memory reduction costs a switch of all its lanes: teams of one lane need none.
         _ if be.ctx.cpu_adapter && format.is_quantized() => (false, 1),
         Some(size) => (true, size),
         None => (false, SHARED_TPR),
-    };
-    let mb = if m == 1 { 1 } else { MB_BATCH };
-    if format.is_quantized() {
-        // Whole blocks per lane, four weight rows per team of tpr lanes.
-        // f32 products even with SHADER_F16: no slower (decode reads each weight once, so bandwidth,
-        // not arithmetic, bounds it) and as exact as the CPU's (see the module doc).
-        let unroll = if tpr == 1 { 1 } else { vec_unroll(be, mb)? };
-        let v = Variant {
-            kernel: Kernel::MatmulVec,
-            format: Some(format),
-            subgroups,
-            tpr,
-            mb,
-            unroll,
-            ..Variant::plain(Kernel::MatmulVec)
-        };
-        let rows_per_group = (vec_wg(tpr) / tpr * 4) as usize;
-        let groups = [n.div_ceil(rows_per_group) as u32, m.div_ceil(mb as usize) as u32, 1];
-        return be.ctx.dispatch(v, &bufs, &params, groups);
     }
-    let v =
-        Variant { kernel: Kernel::Matmul, format: Some(format), subgroups, tpr, mb, ..Variant::plain(Kernel::Matmul) };
-    let rows_per_group = 256 / tpr as usize;
-    let groups = [n.div_ceil(rows_per_group) as u32, m.div_ceil(mb as usize) as u32, 1];
+}
+
+/// The matmul_vec variant for a quantized weight and m rows of x, and the weight rows each of its
+/// workgroups covers: whole blocks per lane, four weight rows per team of tpr lanes. f32 products
+/// even with SHADER_F16: no slower (decode reads each weight once, so bandwidth, not arithmetic,
+/// bounds it) and as exact as the CPU's (see the module doc).
+fn gemv(be: &Wgpu, format: Format, m: usize) -> Result<(Variant, usize)> {
+    let (subgroups, tpr) = lanes(be, format);
+    let mb = if m == 1 { 1 } else { MB_BATCH };
+    let unroll = if tpr == 1 { 1 } else { vec_unroll(be, mb)? };
+    let kernel = Kernel::MatmulVec;
+    let v = Variant { kernel, format: Some(format), subgroups, tpr, mb, unroll, ..Variant::plain(kernel) };
+    Ok((v, (vec_wg(tpr) / tpr * 4) as usize))
+}
+
+/// q, k, v (or gate, up) as one `matmul_vec_parts` dispatch: 2 or 3 whole (one-part) weights of one
+/// quantized format whose m takes the GEMV. The small k and v projections then share the GPU with
+/// q instead of each filling it alone, and a layer has two dispatches fewer. Each output's sum is
+/// the separate GEMV's, bit for bit. Otherwise one `matmul` each.
+pub fn matmuls(be: &Wgpu, x: &Tensor<Wgpu>, parts: &mut [(&Weight<Wgpu>, &mut Tensor<Wgpu>)]) -> Result<()> {
+    for (w, dst) in parts.iter() {
+        check::matmul(x, w, dst)?;
+    }
+    let m = x.rows;
+    let format = parts.first().map(|(w, _)| w.format);
+    let shared = format.filter(|&f| {
+        (2..=3).contains(&parts.len())
+            && f.is_quantized()
+            && coop(be, f, m).is_none()
+            && parts
+                .iter()
+                .all(|(w, _)| w.format == f && w.storage.parts.len() == 1 && tiled(be, f, m, w.rows).is_none())
+    });
+    let Some(format) = shared else {
+        return parts.iter_mut().try_for_each(|(w, dst)| matmul(be, x, w, dst));
+    };
+    let (one, rows_per_group) = gemv(be, format, m)?;
+    let v = Variant { kernel: Kernel::MatmulVecParts, parts: parts.len() as u32, ..one };
+    let whole: Vec<&WeightPart> = parts.iter().map(|(w, _)| &w.storage.parts[0]).collect();
+    let groups: Vec<u32> = whole.iter().map(|p| p.rows.div_ceil(rows_per_group) as u32).collect();
+    let mut params = Vec::with_capacity(32);
+    for i in 0..3 {
+        params.extend_from_slice(whole.get(i).map_or(&[0; 8], |p| &p.info));
+    }
+    let rows = |i: usize| whole.get(i).map_or(0, |p| p.rows as u32);
+    params.extend([rows(0), rows(1), rows(2), m as u32, groups[0], groups[0] + groups[1], 0, 0]);
+    // Two parts: the third weight binding repeats the second (read-only), the third output is a
+    // buffer nothing reads.
+    let w_buf = |i: usize| &whole[i.min(whole.len() - 1)].buf;
+    let d_buf = |i: usize| parts.get(i).map_or(&be.ctx.unused, |(_, d)| &d.buf);
+    let bufs = [w_buf(0), w_buf(1), w_buf(2), &x.buf, d_buf(0), d_buf(1), d_buf(2)];
+    let grid = [groups.iter().sum(), m.div_ceil(v.mb as usize) as u32, 1];
+    be.ctx.dispatch(v, &bufs, &params, grid)
+}
+
+/// hidden = silu(gate) · up, then dst = hidden · wᵀ: one `matmul_vec_silu` dispatch (the GEMV
+/// computing its x where it loads it, and writing hidden too) where w is one quantized part and m
+/// takes the GEMV; otherwise `silu_mul` then `matmul`. Only for formats whose GEMV uses x as a
+/// factor alone: SPIR-V lets a driver contract a product into a following add (Mesa did, on the
+/// Σx of Q4_1's minimum), which a product feeding `fma` as a factor cannot be. So the fused path
+/// gives the two ops' bits (the op table's `silu_mul_matmul_equals_its_parts`).
+pub fn silu_mul_matmul(
+    be: &Wgpu,
+    gate: &Tensor<Wgpu>,
+    up: &Tensor<Wgpu>,
+    w: &Weight<Wgpu>,
+    hidden: &mut Tensor<Wgpu>,
+    dst: &mut Tensor<Wgpu>,
+) -> Result<()> {
+    check::silu_mul(gate, up, hidden)?;
+    check::matmul(hidden, w, dst)?;
+    let (m, format) = (gate.rows, w.format);
+    let one_gemv = format.is_quantized()
+        && !gemv_sums_x(format)
+        && w.storage.parts.len() == 1
+        && coop(be, format, m).is_none()
+        && tiled(be, format, m, w.rows).is_none();
+    if !one_gemv {
+        super::elementwise::silu_mul(be, gate, up, hidden)?;
+        return matmul(be, hidden, w, dst);
+    }
+    let part = &w.storage.parts[0];
+    let (one, rows_per_group) = gemv(be, format, m)?;
+    let v = Variant { kernel: Kernel::MatmulVecSilu, ..one };
+    let params = [&part.info[..], &[m as u32, part.rows as u32, 0, w.rows as u32]].concat();
+    let bufs = [&part.buf, &gate.buf, &up.buf, &hidden.buf, &dst.buf];
+    let groups = [part.rows.div_ceil(rows_per_group) as u32, m.div_ceil(v.mb as usize) as u32, 1];
     be.ctx.dispatch(v, &bufs, &params, groups)
 }
 

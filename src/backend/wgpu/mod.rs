@@ -179,6 +179,9 @@ impl Backend for Wgpu {
     fn matmul(&self, x: &Tensor<Self>, w: &Weight<Self>, dst: &mut Tensor<Self>) -> Result<()> {
         matmul::matmul(self, x, w, dst)
     }
+    fn matmuls(&self, x: &Tensor<Self>, parts: &mut [(&Weight<Self>, &mut Tensor<Self>)]) -> Result<()> {
+        matmul::matmuls(self, x, parts)
+    }
     fn embed(&self, table: &Weight<Self>, ids: &Tensor<Self>, scale: f32, dst: &mut Tensor<Self>) -> Result<()> {
         embed::embed(self, table, ids, scale, dst)
     }
@@ -217,6 +220,16 @@ impl Backend for Wgpu {
     }
     fn silu_mul(&self, gate: &Tensor<Self>, up: &Tensor<Self>, dst: &mut Tensor<Self>) -> Result<()> {
         elementwise::silu_mul(self, gate, up, dst)
+    }
+    fn silu_mul_matmul(
+        &self,
+        gate: &Tensor<Self>,
+        up: &Tensor<Self>,
+        w: &Weight<Self>,
+        hidden: &mut Tensor<Self>,
+        dst: &mut Tensor<Self>,
+    ) -> Result<()> {
+        matmul::silu_mul_matmul(self, gate, up, w, hidden, dst)
     }
     fn gelu_mul(&self, gate: &Tensor<Self>, up: &Tensor<Self>, dst: &mut Tensor<Self>) -> Result<()> {
         elementwise::gelu_mul(self, gate, up, dst)

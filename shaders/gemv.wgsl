@@ -1,0 +1,181 @@
+// gemv        the quantized GEMV of matmul_vec, matmul_vec_parts and matmul_vec_silu: dst[i, j] = Σ_k x[i, k] · w[j, k], whole
+//             blocks per lane, 4 weight rows per team; the entry point binds w (`wload`), x (`xload`) and dst (`put`)
+// Layout      x: [m, k] f32 read as vec4; w: repacked blocks read as vec4<u32> (decode32_<format>.wgsl);
+//             dst: [m, ldd] f32, columns col0 .. col0 + n (w: n rows, one part of the weight); k is a multiple of
+//             32 (whole blocks)
+// Launch      per weight, grid (ceil(n / (4·TEAMS)), ceil(m / MB)); WG threads = TEAMS teams of TPR lanes; a team owns
+//             weight rows 4j..4j+3 and lane t the blocks b ≡ t (mod TPR) of those rows, for MB rows of x,
+//             loading UNROLL of its blocks (4 rows each) before computing on them, so that many loads
+//             are in flight per lane (k = 4096 gives a lane only 4 blocks a row); TPR = 1 (CPU adapters)
+//             takes the x rows one after another, all blocks each
+// Numerics    per (row, x-row, block): acc = block_fma(d, v, x, acc) (dot32_f32.wgsl, f32 on every adapter)
+//             [+ fma(m, Σx, acc)] over the lane's blocks, then row_sum4 over the team: the same
+//             order for every m, MB and UNROLL (bit-identical batches)
+//
+// The decoder (decode32_<format>.wgsl) gives each 32-value block as `raw` (its loads: `Raw` with
+// at least d, m, d2, m2) and `vals` (its values v, small integers), the block being d·v [+ m]:
+// HAS_MIN adds m·Σx over the block. HALVES (Q2_K, Q3_K, Q6_K: 16-value sub-blocks) gives values
+// 0..15 d and m, values 16..31 d2 and m2: each half's dot and Σx is scaled by its own (block_fma2).
+
+const TEAMS: u32 = WG / TPR;
+const ROWS: u32 = TEAMS * 4u;
+
+// As in common.wgsl (not joined here: its helpers read weights as u32, these as vec4<u32>).
+struct WeightInfo { k: u32, blocks: u32, qh: u32, d: u32, sc: u32, pad0: u32, pad1: u32, pad2: u32 }
+
+// Set by the entry point (matmul_vec.wgsl, matmul_vec_parts.wgsl) before `gemv`: the weight's geometry, its
+// rows n, x's rows m, and where its outputs go: dst columns col0 .. col0 + n of rows ldd wide.
+var<private> info: WeightInfo;
+var<private> n_rows: u32;
+var<private> m_rows: u32;
+var<private> col0: u32;
+var<private> ldd: u32;
+
+// 32 consecutive values as 8 quads.
+struct Blk { v0: vec4<f32>, v1: vec4<f32>, v2: vec4<f32>, v3: vec4<f32>,
+             v4: vec4<f32>, v5: vec4<f32>, v6: vec4<f32>, v7: vec4<f32> }
+
+// Word `i` of the weight buffer.
+fn word(i: u32) -> u32 {
+    return wload(i >> 2u)[i & 3u];
+}
+
+// The f16 scale of block `blk` from a section of packed f16 pairs.
+fn half_of(section: u32, blk: u32) -> f32 {
+    return unpack2x16float(word(section + (blk >> 1u)))[blk & 1u];
+}
+
+// Nibbles of a word's four bytes (low nibbles when shift = 0, high when shift = 4).
+fn nib4(q: u32, shift: u32) -> vec4<u32> {
+    return (vec4<u32>(q, q >> 8u, q >> 16u, q >> 24u) >> vec4<u32>(shift)) & vec4<u32>(0xfu);
+}
+
+// Four signed bytes of a word, lowest first.
+fn sbyte4(q: u32) -> vec4<f32> {
+    let v = bitcast<vec4<i32>>(vec4<u32>(q << 24u, q << 16u, q << 8u, q)) >> vec4<u32>(24u);
+    return vec4<f32>(v);
+}
+
+// x[i, 32b .. 32b+31].
+fn xblock(i: u32, b: u32) -> Blk {
+    let at = i * (info.k >> 2u) + b * 8u;
+    return Blk(xload(at), xload(at + 1u), xload(at + 2u), xload(at + 3u), xload(at + 4u), xload(at + 5u), xload(at + 6u),
+               xload(at + 7u));
+}
+
+// Σ b over a block (for formats with a minimum).
+fn sum32(b: Blk) -> f32 {
+    let s = ((b.v0 + b.v1) + (b.v2 + b.v3)) + ((b.v4 + b.v5) + (b.v6 + b.v7));
+    return (s.x + s.y) + (s.z + s.w);
+}
+
+// Σ b over each 16-value half of a block (HALVES).
+fn sum16x2(b: Blk) -> vec2<f32> {
+    let lo = (b.v0 + b.v1) + (b.v2 + b.v3);
+    let hi = (b.v4 + b.v5) + (b.v6 + b.v7);
+    return vec2<f32>((lo.x + lo.y) + (lo.z + lo.w), (hi.x + hi.y) + (hi.z + hi.w));
+}
+
+// One block of each of four weight rows: what a lane loads before it computes.
+struct Raw4 { r0: Raw, r1: Raw, r2: Raw, r3: Raw }
+
+fn load4(rows: vec4<u32>, b: u32) -> Raw4 {
+    return Raw4(raw(info, rows.x + b), raw(info, rows.y + b), raw(info, rows.z + b),
+                raw(info, rows.w + b));
+}
+
+// Block b of four weight rows (loaded) against row i of x, added to acc.
+fn block_acc(w: Raw4, b: u32, i: u32, acc: vec4<f32>) -> vec4<f32> {
+    let d = vec4<f32>(w.r0.d, w.r1.d, w.r2.d, w.r3.d);
+    let m = vec4<f32>(w.r0.m, w.r1.m, w.r2.m, w.r3.m);
+    let xb = xblock(i, b);
+    if (HALVES) {
+        let d2 = vec4<f32>(w.r0.d2, w.r1.d2, w.r2.d2, w.r3.d2);
+        var a = block_fma2(d, d2, vals(w.r0), vals(w.r1), vals(w.r2), vals(w.r3), xb, acc);
+        if (HAS_MIN) {
+            let s = sum16x2(xb);
+            let m2 = vec4<f32>(w.r0.m2, w.r1.m2, w.r2.m2, w.r3.m2);
+            a = fma(m2, vec4<f32>(s.y), fma(m, vec4<f32>(s.x), a));
+        }
+        return a;
+    }
+    var a = block_fma(d, vals(w.r0), vals(w.r1), vals(w.r2), vals(w.r3), xb, acc);
+    if (HAS_MIN) {
+        a = fma(m, vec4<f32>(sum32(xb)), a);
+    }
+    return a;
+}
+
+// Workgroup (gx, gy) of the weight's grid: its TEAMS teams' rows, MB rows of x from gy·MB.
+fn gemv(gx: u32, gy: u32, lane: u32) {
+    let n = n_rows;
+    let row = (gx * TEAMS + lane / TPR) * 4u;
+    let rows = min(vec4<u32>(row) + vec4<u32>(0u, 1u, 2u, 3u), vec4<u32>(n - 1u)) * info.blocks;
+    let i0 = gy * MB;
+    if (TPR == 1u) {
+        for (var i = i0; i < min(i0 + MB, m_rows); i++) {
+            var a = vec4<f32>(0.0);
+            for (var b = 0u; b < info.blocks; b++) {
+                a = block_acc(load4(rows, b), b, i, a);
+            }
+            let at = i * ldd + col0 + row;
+            for (var r = 0u; r < 4u; r++) {
+                if (row + r < n) {
+                    put(at + r, a[r]);
+                }
+            }
+        }
+        return;
+    }
+    // Lane t sums blocks t, t + TPR, t + 2·TPR, ... in that order whatever UNROLL is; UNROLL only
+    // says how many of them it loads before computing (independent loads in flight per lane).
+    var acc: array<vec4<f32>, MB>;
+    var b = lane % TPR;
+    let blocks = info.blocks;
+    if (UNROLL >= 4u) {
+        for (; b + 3u * TPR < blocks; b += 4u * TPR) {
+            let w0 = load4(rows, b);
+            let w1 = load4(rows, b + TPR);
+            let w2 = load4(rows, b + 2u * TPR);
+            let w3 = load4(rows, b + 3u * TPR);
+            for (var i = 0u; i < MB; i++) {
+                if (i0 + i < m_rows) {
+                    var a = block_acc(w0, b, i0 + i, acc[i]);
+                    a = block_acc(w1, b + TPR, i0 + i, a);
+                    a = block_acc(w2, b + 2u * TPR, i0 + i, a);
+                    acc[i] = block_acc(w3, b + 3u * TPR, i0 + i, a);
+                }
+            }
+        }
+    }
+    if (UNROLL >= 2u) {
+        for (; b + TPR < blocks; b += 2u * TPR) {
+            let w0 = load4(rows, b);
+            let w1 = load4(rows, b + TPR);
+            for (var i = 0u; i < MB; i++) {
+                if (i0 + i < m_rows) {
+                    acc[i] = block_acc(w1, b + TPR, i0 + i, block_acc(w0, b, i0 + i, acc[i]));
+                }
+            }
+        }
+    }
+    for (; b < blocks; b += TPR) {
+        let w0 = load4(rows, b);
+        for (var i = 0u; i < MB; i++) {
+            if (i0 + i < m_rows) {
+                acc[i] = block_acc(w0, b, i0 + i, acc[i]);
+            }
+        }
+    }
+    for (var i = 0u; i < MB; i++) {
+        let total = row_sum4(acc[i], lane);
+        if (lane % TPR == 0u && i0 + i < m_rows) {
+            let at = (i0 + i) * ldd + col0 + row;
+            for (var r = 0u; r < 4u; r++) {
+                if (row + r < n) {
+                    put(at + r, total[r]);
+                }
+            }
+        }
+    }
+}
