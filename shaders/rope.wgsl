@@ -28,8 +28,7 @@ fn rope(@builtin(workgroup_id) wg: vec3<u32>, @builtin(num_workgroups) nwg: vec3
     }
     let cs = rope_cs(pos[t], i, params.n_rot, params.theta, params.freq_scale, f);
     let p = rope_pair(i, params.n_rot, params.neox) + vec2<u32>(head * params.head_dim);
-    let a = x[p.x];
-    let b = x[p.y];
-    x[p.x] = a * cs.x - b * cs.y;
-    x[p.y] = a * cs.y + b * cs.x;
+    let r = rotate(x[p.x], x[p.y], cs);
+    x[p.x] = r.x;
+    x[p.y] = r.y;
 }

@@ -1,4 +1,4 @@
-// rope_common  rotate(): one RoPE pair rotation, shared by rope.wgsl and rms_norm_rope.wgsl
+// rope_common  rope_cs, rotate, rope_pair: one RoPE pair rotation, shared by rope, rope_kv_write and rms_norm_rope
 // Layout       none (library text)
 // Launch       none
 // Numerics     f32 angle = pos · freq_scale · (theta^(-2i / n_rot) / ff_i), reduced mod 2π exactly
@@ -15,6 +15,12 @@ fn rope_cs(pos: u32, i: u32, n_rot: u32, theta: f32, freq_scale: f32, ff: f32) -
     let turns = round(angle * INV_TWO_PI);
     let r = fma(-turns, TWO_PI_LO, fma(-turns, TWO_PI_HI, angle));
     return vec2<f32>(cos(r), sin(r));
+}
+
+// The pair (a, b) rotated by the angle whose (cos, sin) is cs: written once, so rope and rope_kv_write
+// compile the same arithmetic.
+fn rotate(a: f32, b: f32, cs: vec2<f32>) -> vec2<f32> {
+    return vec2<f32>(a * cs.x - b * cs.y, a * cs.y + b * cs.x);
 }
 
 // Index pair (within a head) of rotation i: adjacent (normal) or halves (neox).

@@ -282,6 +282,24 @@ pub trait Backend: Send + Sync + Sized + 'static {
     /// `rope_freqs`: ggml's freq_factors).
     fn rope(&self, x: &mut Tensor<Self>, pos: &Tensor<Self>, rope: &Rope, factors: Option<&Tensor<Self>>)
     -> Result<()>;
+    /// `rope` of q and of k, then `kv_write` of the rotated k and of v at the batch's slots: the
+    /// attention block's step between the projections and attention, which a backend may run as
+    /// one pass (wgpu does, for an f32 cache). By default the three ops.
+    #[allow(clippy::too_many_arguments)] // the three tensors and the cache, plus the batch and the rotation
+    fn rope_kv_write(
+        &self,
+        q: &mut Tensor<Self>,
+        k: &mut Tensor<Self>,
+        v: &Tensor<Self>,
+        batch: &AttnBatch<Self>,
+        rope: &Rope,
+        factors: Option<&Tensor<Self>>,
+        cache: &mut KvLayer<Self>,
+    ) -> Result<()> {
+        self.rope(q, &batch.pos, rope, factors)?;
+        self.rope(k, &batch.pos, rope, factors)?;
+        self.kv_write(k, v, &batch.slot, cache)
+    }
     /// Per-head RMSNorm with gain [1, head_dim], then RoPE, in place (models with q/k norms).
     fn rms_norm_rope(
         &self,

@@ -106,13 +106,11 @@ impl<B: Backend> Llama<B> {
                 (Some(q_norm), Some(k_norm)) => {
                     be.rms_norm_rope(&mut a.q, q_norm, eps, &a.batch.pos, &at.rope, ff)?; // per head
                     be.rms_norm_rope(&mut a.k, k_norm, eps, &a.batch.pos, &at.rope, ff)?;
+                    be.kv_write(&a.k, &a.v, &a.batch.slot, kv)?; // cache[slot[t]] = k[t], v[t]
                 }
-                _ => {
-                    be.rope(&mut a.q, &a.batch.pos, &at.rope, ff)?;
-                    be.rope(&mut a.k, &a.batch.pos, &at.rope, ff)?;
-                }
+                // rope(q), rope(k), then cache[slot[t]] = k[t], v[t]
+                _ => be.rope_kv_write(&mut a.q, &mut a.k, &a.v, &a.batch, &at.rope, ff, kv)?,
             }
-            be.kv_write(&a.k, &a.v, &a.batch.slot, kv)?; // cache[slot[t]] = k[t], v[t]
             be.attention(&a.q, kv, &a.batch, &shape, &mut a.att)?; // att: [n_tokens, n_heads · head_dim]
             observe(i, MatmulInput::AttnOut, &a.att)?;
             be.matmul(&a.att, &m.w_o, &mut a.xb)?; // xb: [n_tokens, d_model]

@@ -1,10 +1,10 @@
 //! `matmuls` (several weights sharing x, one launch on cuda) against one `matmul` per weight,
 //! bit for bit: the fused launch must compute every row exactly as the single one does.
 
-use ultra::backend::DType;
+use ultra::backend::{AttnBatch, DType, KvLayer, Rope, RopeStyle};
 use ultra::{Backend, Format};
 
-use crate::harness::{Rng, f32_tensor, random_weight, read_f32, upload};
+use crate::harness::{Rng, f32_tensor, random_weight, read_f32, u32_tensor, upload};
 use crate::invariance::assert_bits_eq;
 
 pub fn matmuls<B: Backend>(b: &B) {
@@ -107,6 +107,71 @@ pub fn silu_mul_matmul<B: Backend>(b: &B) {
             let what = format!("silu_mul_matmul {} m={m}", format.name());
             assert_bits_eq(&format!("{what}: hidden"), &read_f32(b, &hidden).unwrap(), &read_f32(b, &hidden2).unwrap());
             assert_bits_eq(&format!("{what}: dst"), &read_f32(b, &got).unwrap(), &read_f32(b, &want).unwrap());
+        }
+    }
+}
+
+/// rope_kv_write == rope(q), rope(k), kv_write(k, v), bit for bit (q, k and both cache halves,
+/// the slots it does not write included): GQA, both pairings, partial rotation, frequency factors,
+/// one token and several, an f32 and an f16 cache.
+pub fn rope_kv_write<B: Backend>(b: &B) {
+    // (n_tokens, n_heads, n_kv_heads, head_dim, n_rot, style, factors)
+    let shapes = [
+        (1, 9, 3, 64, 64, RopeStyle::Normal, false),
+        (7, 8, 2, 128, 128, RopeStyle::Neox, true),
+        (5, 4, 4, 32, 16, RopeStyle::Normal, true),
+        (3, 2, 1, 6, 4, RopeStyle::Neox, false),
+    ];
+    for (n, heads, kv_heads, hd, n_rot, style, ff) in shapes {
+        for kv in [DType::F32, DType::F16] {
+            let what =
+                format!("rope_kv_write n={n} heads={heads}/{kv_heads} hd={hd} n_rot={n_rot} {style:?} ff={ff} {kv:?}");
+            let mut rng = Rng::from_name(&what);
+            let rope = Rope { head_dim: hd, n_rot, theta: 10000.0, freq_scale: 1.0, style };
+            let (q0, k0, v0) = (
+                rng.fill(n * heads * hd, -2.0, 2.0),
+                rng.fill(n * kv_heads * hd, -2.0, 2.0),
+                rng.fill(n * kv_heads * hd, -2.0, 2.0),
+            );
+            let n_slots = 2 * n + 3;
+            let cache0 = rng.fill(n_slots * kv_heads * hd, -1.0, 1.0);
+            let pos: Vec<u32> = (0..n as u32).map(|t| 3 * t + 100).collect();
+            let slot: Vec<u32> = (0..n as u32).map(|t| (2 * t + 1) % n_slots as u32).collect();
+            let factors = ff.then(|| f32_tensor(b, 1, n_rot / 2, &rng.fill(n_rot / 2, 1.0, 8.0)).unwrap());
+            let batch = AttnBatch {
+                seq: u32_tensor(b, n, 1, &vec![0; n]).unwrap(),
+                pos: u32_tensor(b, n, 1, &pos).unwrap(),
+                slot: u32_tensor(b, n, 1, &slot).unwrap(),
+                block_table: u32_tensor(b, 1, 1, &[0]).unwrap(),
+                block_size: n_slots,
+                decode: n == 1,
+            };
+            let run = |fused: bool| {
+                let mut q = f32_tensor(b, n, heads * hd, &q0).unwrap();
+                let mut k = f32_tensor(b, n, kv_heads * hd, &k0).unwrap();
+                let v = f32_tensor(b, n, kv_heads * hd, &v0).unwrap();
+                let layer = |b: &B| {
+                    let mut t = b.alloc(kv, n_slots, kv_heads * hd).unwrap();
+                    b.write_f32(&mut t, &cache0).unwrap();
+                    t
+                };
+                let mut cache = KvLayer { k: layer(b), v: layer(b) };
+                if fused {
+                    b.rope_kv_write(&mut q, &mut k, &v, &batch, &rope, factors.as_ref(), &mut cache).unwrap();
+                } else {
+                    b.rope(&mut q, &batch.pos, &rope, factors.as_ref()).unwrap();
+                    b.rope(&mut k, &batch.pos, &rope, factors.as_ref()).unwrap();
+                    b.kv_write(&k, &v, &batch.slot, &mut cache).unwrap();
+                }
+                [&q, &k, &cache.k, &cache.v].map(|t| read_f32(b, t).unwrap())
+            };
+            if kv == DType::F16 && b.alloc(kv, 1, 2).is_err() {
+                continue; // a backend without f16 tensors (the cpu)
+            }
+            let (got, want) = (run(true), run(false));
+            for (name, (g, w)) in ["q", "k", "k cache", "v cache"].iter().zip(got.iter().zip(&want)) {
+                assert_bits_eq(&format!("{what}: {name}"), g, w);
+            }
         }
     }
 }

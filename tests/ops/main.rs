@@ -101,6 +101,12 @@ macro_rules! op_suite {
                 }
             }
             #[test]
+            fn rope_kv_write_equals_its_parts() {
+                if let Some(b) = backend() {
+                    crate::fused::rope_kv_write(&*b)
+                }
+            }
+            #[test]
             fn silu_mul_matmul_equals_its_parts() {
                 if let Some(b) = backend() {
                     crate::fused::silu_mul_matmul(&*b)

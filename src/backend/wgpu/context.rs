@@ -24,7 +24,7 @@ const PARAMS_BYTES: u64 = 128;
 /// Bind groups kept before the cache is cleared (buffer ids are never reused, so stale entries
 /// only hold memory).
 const MAX_BIND_GROUPS: usize = 4096;
-/// Storage bindings of the widest kernel (attention's 7), the size of the bind-group cache key.
+/// Storage bindings of the widest kernel (rope_kv_write's 8), the size of the bind-group cache key.
 const MAX_BINDINGS: usize = 8;
 /// How long `wait` lets the device run before calling it hung (an error, never a stall).
 const WAIT_LIMIT: std::time::Duration = std::time::Duration::from_secs(120);

@@ -48,6 +48,7 @@ kernels! {
     AddRmsNorm => "add_rms_norm", [W, R, R, W];
     Rope => "rope", [W, R, R];
     RmsNormRope => "rms_norm_rope", [W, R, R, R];
+    RopeKvWrite => "rope_kv_write", [W, W, R, R, R, R, W, W];
     SiluMul => "silu_mul", [R, R, W];
     GeluMul => "gelu_mul", [R, R, W];
     AddAssign => "add_assign", [W, R];
@@ -170,7 +171,7 @@ impl Variant {
             src += &helpers(Some(format));
             src += decoder(format);
         }
-        if matches!(self.kernel, Kernel::Rope | Kernel::RmsNormRope) {
+        if matches!(self.kernel, Kernel::Rope | Kernel::RmsNormRope | Kernel::RopeKvWrite) {
             src += shader!("rope_common");
         }
         if matches!(self.kernel, Kernel::Attention | Kernel::AttentionTiled | Kernel::AttentionCombine) {

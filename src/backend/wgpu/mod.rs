@@ -207,6 +207,18 @@ impl Backend for Wgpu {
     ) -> Result<()> {
         rope::rope(self, x, pos, rope, factors)
     }
+    fn rope_kv_write(
+        &self,
+        q: &mut Tensor<Self>,
+        k: &mut Tensor<Self>,
+        v: &Tensor<Self>,
+        batch: &AttnBatch<Self>,
+        rope: &Rope,
+        factors: Option<&Tensor<Self>>,
+        cache: &mut KvLayer<Self>,
+    ) -> Result<()> {
+        rope::rope_kv_write(self, q, k, v, batch, rope, factors, cache)
+    }
     fn rms_norm_rope(
         &self,
         x: &mut Tensor<Self>,

@@ -1,9 +1,10 @@
-//! Rotary embeddings (`shaders/rope.wgsl`) and the fused per-head RMSNorm + RoPE
-//! (`shaders/rms_norm_rope.wgsl`), both in place, normal and neox pairings.
+//! Rotary embeddings (`shaders/rope.wgsl`), the fused per-head RMSNorm + RoPE
+//! (`shaders/rms_norm_rope.wgsl`), both in place, normal and neox pairings, and RoPE of q and k
+//! with the KV cache write in one dispatch (`shaders/rope_kv_write.wgsl`).
 
 use super::Wgpu;
 use super::kernels::{Kernel, Variant};
-use crate::backend::{Rope, RopeStyle, Tensor, check};
+use crate::backend::{AttnBatch, DType, KvLayer, Rope, RopeStyle, Tensor, check};
 use crate::error::Result;
 
 /// The shared leading parameters: [n_tokens, n_heads, head_dim, n_rot, theta, freq_scale, neox,
@@ -53,4 +54,39 @@ pub fn rms_norm_rope(
     let v = Variant::plain(Kernel::RmsNormRope);
     let ff = factors.map_or(&pos.buf, |f| &f.buf);
     be.ctx.dispatch(v, &[&x.buf, &gain.buf, &pos.buf, ff], &params, [p[1], x.rows as u32, 1])
+}
+
+/// rope(q), rope(k), then kv_write(k, v) at the batch's slots, as one dispatch for an f32 cache and
+/// an even head_dim (every model's; an odd one would leave a head's last value out of the pairs);
+/// otherwise the three ops. The rotation is rope.wgsl's `rotate`, so the bits are the three ops'.
+#[allow(clippy::too_many_arguments)] // Backend::rope_kv_write's
+pub fn rope_kv_write(
+    be: &Wgpu,
+    q: &mut Tensor<Wgpu>,
+    k: &mut Tensor<Wgpu>,
+    v: &Tensor<Wgpu>,
+    batch: &AttnBatch<Wgpu>,
+    rope_: &Rope,
+    factors: Option<&Tensor<Wgpu>>,
+    cache: &mut KvLayer<Wgpu>,
+) -> Result<()> {
+    check::rope("rope_kv_write", q, &batch.pos, rope_, factors)?;
+    check::rope("rope_kv_write", k, &batch.pos, rope_, factors)?;
+    check::kv_write(k, v, &batch.slot, cache)?;
+    // Its 8 storage bindings: every WebGPU adapter has them, a minimal Vulkan one may not.
+    if cache.k.dtype != DType::F32
+        || !rope_.head_dim.is_multiple_of(2)
+        || be.ctx.limits.max_storage_buffers_per_shader_stage < 8
+    {
+        rope(be, q, &batch.pos, rope_, factors)?;
+        rope(be, k, &batch.pos, rope_, factors)?;
+        return super::attention::kv_write(be, k, v, &batch.slot, cache);
+    }
+    let p = rope_params(q, rope_, factors);
+    let n_kv_heads = k.cols / rope_.head_dim;
+    let params = [p[0], p[1], n_kv_heads as u32, p[2], p[3], p[4], p[5], p[6], p[7], cache.k.rows as u32];
+    let threads = q.rows * p[1] as usize * rope_.n_rot / 2 + k.len() / 2 + v.len();
+    let ff = factors.map_or(&batch.pos.buf, |f| &f.buf);
+    let bufs = [&q.buf, &k.buf, &v.buf, &batch.pos.buf, &batch.slot.buf, ff, &cache.k.buf, &cache.v.buf];
+    be.ctx.dispatch(Variant::plain(Kernel::RopeKvWrite), &bufs, &params, be.ctx.grid_1d(threads))
 }
