@@ -379,3 +379,27 @@ fn a_model_over_an_f16_cache_follows_the_f32_one() {
 fn argmax(row: &[f32]) -> u32 {
     row.iter().enumerate().fold((0, f32::MIN), |b, (i, &x)| if x > b.1 { (i, x) } else { b }).0 as u32
 }
+
+/// `ULTRA_WGPU_SUBMIT_EVERY` (`Options::submit_every`) only moves where submissions end: the tiny
+/// model's logits over a prompt and decode steps are bit for bit those of one submission a step.
+#[test]
+fn submitting_in_chunks_gives_the_same_bits() {
+    let run = |options: Options| {
+        let be = backend(options)?;
+        let mut runner = Runner::load(be, &tiny_gguf(&TinySpec::default()), CacheLayout::plain(1, 64), 64).unwrap();
+        let seq = runner.cache.add_seq();
+        let mut logits = Vec::new();
+        let prompt: Vec<u32> = (0..20).map(|i| i * 5 % 16).collect();
+        runner.forward(&Batch::sequence(seq, 0, &prompt, true)).unwrap();
+        logits.extend((0..prompt.len()).flat_map(|t| runner.logits(t).to_vec()));
+        for pos in prompt.len()..prompt.len() + 6 {
+            let next = argmax(&logits[logits.len() - runner.config().vocab_size..]);
+            runner.forward(&Batch::sequence(seq, pos, &[next], true)).unwrap();
+            logits.extend_from_slice(runner.logits(0));
+        }
+        Some(logits.iter().map(|x| x.to_bits()).collect::<Vec<u32>>())
+    };
+    let Some(whole) = run(Options::default()) else { return };
+    let chunked = run(Options { submit_every: Some(3), ..Options::default() }).unwrap();
+    assert!(whole == chunked, "logits differ when a step is submitted every 3 dispatches");
+}

@@ -51,6 +51,9 @@ pub struct Options {
     /// Blocks per lane the quantized GEMV loads before computing on them (1, 2 or 4; None: the
     /// planner's choice). The sums and their order do not depend on it.
     pub vec_unroll: Option<u32>,
+    /// Submit the recorded dispatches every this many (None: once per flush, at the step's end), so
+    /// the GPU starts on a step's first layers while the host records the rest. Opt-in until timed.
+    pub submit_every: Option<usize>,
     /// Run quantized matmuls of m ≥ 64 on cooperative matrices (`matmul_coop.wgsl`) where the
     /// adapter has f16 × f16 → f32 ones (wgpu's experimental feature): opt-in until timed on a GPU.
     pub coopmat: bool,
@@ -67,7 +70,9 @@ impl Options {
         let weight_part_bytes = std::env::var("ULTRA_WGPU_WEIGHT_PART").ok().and_then(|v| v.trim().parse().ok());
         let vec_unroll = std::env::var("ULTRA_WGPU_VEC_UNROLL").ok().and_then(|v| v.trim().parse().ok());
         let coopmat = std::env::var("ULTRA_WGPU_COOPMAT").as_deref() == Ok("1");
+        let submit_every = std::env::var("ULTRA_WGPU_SUBMIT_EVERY").ok().and_then(|v| v.trim().parse().ok());
         Options {
+            submit_every: submit_every.filter(|&n| n > 0),
             coopmat,
             disable_subgroups: has("subgroups"),
             disable_f16: has("f16"),
@@ -154,6 +159,8 @@ pub struct Context {
     pub(crate) batch_invariant: bool,
     /// Options::vec_unroll.
     pub(crate) vec_unroll: Option<u32>,
+    /// Options::submit_every.
+    submit_every: Option<usize>,
     /// Bytes of the largest weight part (`Options::weight_part_bytes` within the adapter's limits).
     pub(crate) weight_part_bytes: u64,
     arena: wgpu::Buffer,
@@ -294,6 +301,7 @@ impl Context {
             cpu_adapter,
             batch_invariant: options.batch_invariant,
             vec_unroll: options.vec_unroll,
+            submit_every: options.submit_every,
             weight_part_bytes: options
                 .weight_part_bytes
                 .unwrap_or(u64::MAX)
@@ -481,6 +489,10 @@ impl Context {
         };
         let pipeline = compiled.pipeline.clone();
         state.pending.push(Dispatch { v: job.v, pipeline, bind_group, offset: offset as u32, groups: job.groups });
+        if self.submit_every.is_some_and(|n| state.pending.len() >= n) {
+            // Later dispatches see this one's writes: wgpu orders submissions like passes.
+            self.flush_locked(state, &[])?;
+        }
         Ok(())
     }
 
