@@ -1,6 +1,7 @@
 // matmul_coop  dst[i, j] = Σ_k x[i, k] · w[j, k] for m ≥ 64 on cooperative matrices (tensor / matrix cores): one BM × BN tile
 // Layout       x: [m, k] f32; w: [n, k] quantized (one part), decoded by the joined decode_*.wgsl; dst: [m, ldd] f32, columns
-//              col0 .. col0 + n. Per 32-value block of k: xs [BM][KP] (x rows) and ws [BN][KP] (w rows) in f16, row-major
+//              col0 .. col0 + n. Per step of KS = 64 values of k (two quant blocks; zeros past k): xs [BM][KP] (x rows) and
+//              ws [BN][KP] (w rows) in f16, row-major
 // Launch       grid (ceil(n / BN), ceil(m / BM)); 4 subgroups of SG lanes; subgroup s owns the 2 × 2 CM-square C tiles at rows
 //              (s / 2)·2CM, columns (s % 2)·2CM of the tile; the host defines CM, SG and the MatA/MatB/MatC aliases
 // Numerics     x and the decoded weights rounded to f16; their products summed in f32 by the matrix unit (in its own order
@@ -9,9 +10,9 @@
 const THREADS: u32 = 4u * SG;
 const BM: u32 = 4u * CM;
 const BN: u32 = 4u * CM;
-// k per step (one quant block), and the slabs' row stride in halves: 80 bytes keeps every CM-wide slice
-// 16-byte aligned, and the 8 extra halves move neighbouring rows to other banks.
-const KS: u32 = 32u;
+// k per step (two quant blocks: one barrier pair per 64 values), and the slabs' row stride in halves: 144 bytes
+// keeps every CM-wide slice 16-byte aligned, and the 8 extra halves move neighbouring rows to other banks.
+const KS: u32 = 64u;
 const KP: u32 = KS + 8u;
 
 struct Params { info: WeightInfo, m: u32, n: u32, col0: u32, ldd: u32 }
@@ -26,26 +27,34 @@ var<workgroup> ws: array<f16, BN * KP>;
 // One C tile per subgroup on its way out: a matrix's lane layout is opaque, so it goes through memory.
 var<workgroup> cs: array<f32, 4u * CM * CM>;
 
-// Weight rows j0 .. j0+BN-1, block s into ws: one unit = 8 values of one row (rows past n repeat row n - 1, never stored).
+// Weight rows j0 .. j0+BN-1, values KS·s .. KS·s + KS-1 into ws: one unit = 8 values of one row (rows past n repeat
+// row n - 1, never stored; values past k are zeros: the second block of the last step when k is an odd number of blocks).
 fn load_w(j0: u32, s: u32, lane: u32) {
+    let groups = params.info.k / 8u;
     for (var u = lane; u < BN * (KS / 8u); u += THREADS) {
         let r = u / (KS / 8u);
         let g = u % (KS / 8u);
-        let v = decode8(params.info, min(j0 + r, params.n - 1u), (KS / 8u) * s + g);
+        let gg = (KS / 8u) * s + g;
+        var v = decode8(params.info, min(j0 + r, params.n - 1u), min(gg, groups - 1u));
+        if (gg >= groups) {
+            v = Vals8(vec4<f32>(), vec4<f32>());
+        }
         let o = r * KP + 8u * g;
         ws[o] = f16(v.a.x); ws[o + 1u] = f16(v.a.y); ws[o + 2u] = f16(v.a.z); ws[o + 3u] = f16(v.a.w);
         ws[o + 4u] = f16(v.b.x); ws[o + 5u] = f16(v.b.y); ws[o + 6u] = f16(v.b.z); ws[o + 7u] = f16(v.b.w);
     }
 }
 
-// x rows i0 .. i0+BM-1, values 32s .. 32s+31 into xs: one unit = 4 values (rows past m repeat row m - 1, never stored).
+// x rows i0 .. i0+BM-1, values KS·s .. KS·s + KS-1 into xs: one unit = 4 values (rows past m repeat row m - 1, never
+// stored; values past k are zeros).
 fn load_x(i0: u32, s: u32, lane: u32) {
     let k4 = params.info.k / 4u;
     for (var u = lane; u < BM * (KS / 4u); u += THREADS) {
         let r = u / (KS / 4u);
-        let c = u % (KS / 4u);
-        let v = x[min(i0 + r, params.m - 1u) * k4 + (KS / 4u) * s + c];
-        let o = r * KP + 4u * c;
+        let c = (KS / 4u) * s + u % (KS / 4u);
+        let v = select(vec4<f32>(), x[min(i0 + r, params.m - 1u) * k4 + min(c, k4 - 1u)], c < k4);
+        let cc = u % (KS / 4u);
+        let o = r * KP + 4u * cc;
         xs[o] = f16(v.x); xs[o + 1u] = f16(v.y); xs[o + 2u] = f16(v.z); xs[o + 3u] = f16(v.w);
     }
 }
@@ -76,7 +85,7 @@ fn matmul_coop(@builtin(workgroup_id) wg: vec3<u32>, @builtin(local_invocation_i
     var c01 = MatC();
     var c10 = MatC();
     var c11 = MatC();
-    let steps = params.info.k / KS;
+    let steps = (params.info.k + KS - 1u) / KS;
     for (var s = 0u; s < steps; s++) {
         load_w(j0, s, lane);
         load_x(i0, s, lane);

@@ -3,7 +3,7 @@
 //! - m ≥ TILED_MIN_M with `Options::coopmat` (`ULTRA_WGPU_COOPMAT=1`) on an adapter with f16 ×
 //!   f16 → f32 cooperative matrices (wgpu's experimental feature: Vulkan's
 //!   VK_KHR_cooperative_matrix, e.g. NVIDIA's tensor cores or Mesa ≥ 26's lavapipe; Metal's
-//!   simdgroup matrices), quantized weights: `matmul_coop.wgsl`. Per 32-value block of k a
+//!   simdgroup matrices), quantized weights: `matmul_coop.wgsl`. Per 64 values of k a
 //!   4s × 4s tile (s = the matrix side, 16 or 8) decodes its weight rows and x rows into f16 slabs,
 //!   and each of 4 subgroups multiplies 2 × 2 matrices of side s from them, summing in f32.
 //!   Opt-in until it is timed on a GPU.
@@ -60,7 +60,7 @@ const TILED_THREADS: u32 = 256;
 const TILED_BM: usize = 64;
 const TILED_KS: u32 = 64;
 /// matmul_coop's slab row stride in halves (`KP`).
-const COOP_KP: u32 = 40;
+const COOP_KP: u32 = 72;
 
 pub fn matmul(be: &Wgpu, x: &Tensor<Wgpu>, w: &Weight<Wgpu>, dst: &mut Tensor<Wgpu>) -> Result<()> {
     check::matmul(x, w, dst)?;
@@ -215,7 +215,7 @@ fn vec_unroll(be: &Wgpu, mb: u32) -> Result<u32> {
 fn coop(be: &Wgpu, format: Format, m: usize) -> Option<Variant> {
     let (side, sg) = be.ctx.coop?;
     let limits = &be.ctx.limits;
-    // Two f16 slabs of 4·side rows × 40 halves, and one side² f32 tile per subgroup (matmul_coop.wgsl).
+    // Two f16 slabs of 4·side rows × COOP_KP halves, and one side² f32 tile per subgroup (matmul_coop.wgsl).
     let shared = 2 * 4 * side * COOP_KP * 2 + 4 * side * side * 4;
     let threads = 4 * sg;
     if m < TILED_MIN_M
