@@ -19,7 +19,10 @@
 //!   weight rows per subgroup team); float weights `matmul.wgsl` (8-value groups per lane). Decode
 //!   (m = 1) runs one row of x per workgroup, larger batches MB_BATCH rows per workgroup. On CPU
 //!   adapters (SwiftShader, lavapipe) quantized GEMVs take teams of one lane and no barrier
-//!   (benches/notes/wgpu.md, v10). Every lane sums in the same order in both, so their results
+//!   (benches/notes/wgpu.md, v10). The same GEMV body (`gemv.wgsl`) also runs q/k/v or gate/up as
+//!   one dispatch (`matmul_vec_parts`, for `matmuls`) and the down projection with silu · up
+//!   computed as x is loaded (`matmul_vec_silu`, for `silu_mul_matmul`), bit for bit the separate
+//!   dispatches (benches/notes/wgpu.md, v12). Every lane sums in the same order in both, so their results
 //!   do not depend on m. The GEMVs compute
 //!   in f32 on every adapter: f16 products (an earlier version) bought no decode speed on the H200
 //!   and parted the greedy text from the CPU's on 3 of the 9 reference prompts
