@@ -19,8 +19,21 @@ var<workgroup> partial: array<f32, WG>;
 @compute @workgroup_size(WG)
 fn add_rms_norm(@builtin(workgroup_id) wg: vec3<u32>, @builtin(local_invocation_index) lane: u32) {
     let start = wg.x * params.d;
+    // Four strided values per step, all loaded before the first store (a loop of one load and one store
+    // waited on each load in turn: x is read and written); the fma chain keeps the index order.
     var sum_sq = 0.0;
-    for (var i = lane; i < params.d; i += WG) {
+    var i = lane;
+    for (; i + 3u * WG < params.d; i += 4u * WG) {
+        let a = vec4<f32>(x[start + i], x[start + i + WG], x[start + i + 2u * WG], x[start + i + 3u * WG]);
+        let b = vec4<f32>(y[start + i], y[start + i + WG], y[start + i + 2u * WG], y[start + i + 3u * WG]);
+        let v = a + b;
+        x[start + i] = v.x;
+        x[start + i + WG] = v.y;
+        x[start + i + 2u * WG] = v.z;
+        x[start + i + 3u * WG] = v.w;
+        sum_sq = fma(v.w, v.w, fma(v.z, v.z, fma(v.y, v.y, fma(v.x, v.x, sum_sq))));
+    }
+    for (; i < params.d; i += WG) {
         let v = x[start + i] + y[start + i];
         x[start + i] = v;
         sum_sq = fma(v, v, sum_sq);
@@ -35,7 +48,17 @@ fn add_rms_norm(@builtin(workgroup_id) wg: vec3<u32>, @builtin(local_invocation_
     }
     let scale = 1.0 / sqrt(partial[0] / f32(params.d) + params.eps);
     // Each lane reads back only the elements it wrote above: no barrier needed.
-    for (var i = lane; i < params.d; i += WG) {
-        dst[start + i] = x[start + i] * scale * gain[i];
+    var j = lane;
+    for (; j + 3u * WG < params.d; j += 4u * WG) {
+        let v = vec4<f32>(x[start + j], x[start + j + WG], x[start + j + 2u * WG], x[start + j + 3u * WG]);
+        let g = vec4<f32>(gain[j], gain[j + WG], gain[j + 2u * WG], gain[j + 3u * WG]);
+        let o = v * scale * g;
+        dst[start + j] = o.x;
+        dst[start + j + WG] = o.y;
+        dst[start + j + 2u * WG] = o.z;
+        dst[start + j + 3u * WG] = o.w;
+    }
+    for (; j < params.d; j += WG) {
+        dst[start + j] = x[start + j] * scale * gain[j];
     }
 }

@@ -1,7 +1,8 @@
 // rms_norm  dst[r, :] = x[r, :] · gain / sqrt(mean(x[r, :]²) + eps)
 // Layout    x, dst: [n_rows, d] row-major f32; gain: [d]
 // Launch    one workgroup per row; 256 threads stride along the row
-// Numerics  f32 partial sums, tree-reduced in workgroup memory
+// Numerics  per lane an fma chain over its values in index order (loaded four at a time), then tree-reduced in
+//           workgroup memory
 
 const WG: u32 = 256u;
 
@@ -17,8 +18,15 @@ var<workgroup> partial: array<f32, WG>;
 @compute @workgroup_size(WG)
 fn rms_norm(@builtin(workgroup_id) wg: vec3<u32>, @builtin(local_invocation_index) lane: u32) {
     let start = wg.x * params.d;
+    // Four strided values per step, loaded before any is used (a loop of one load each waited on each
+    // in turn); the fma chain keeps the index order.
     var sum_sq = 0.0;
-    for (var i = lane; i < params.d; i += WG) {
+    var i = lane;
+    for (; i + 3u * WG < params.d; i += 4u * WG) {
+        let v = vec4<f32>(x[start + i], x[start + i + WG], x[start + i + 2u * WG], x[start + i + 3u * WG]);
+        sum_sq = fma(v.w, v.w, fma(v.z, v.z, fma(v.y, v.y, fma(v.x, v.x, sum_sq))));
+    }
+    for (; i < params.d; i += WG) {
         let v = x[start + i];
         sum_sq = fma(v, v, sum_sq);
     }
@@ -31,7 +39,17 @@ fn rms_norm(@builtin(workgroup_id) wg: vec3<u32>, @builtin(local_invocation_inde
         workgroupBarrier();
     }
     let scale = 1.0 / sqrt(partial[0] / f32(params.d) + params.eps);
-    for (var i = lane; i < params.d; i += WG) {
-        dst[start + i] = x[start + i] * scale * gain[i];
+    var j = lane;
+    for (; j + 3u * WG < params.d; j += 4u * WG) {
+        let v = vec4<f32>(x[start + j], x[start + j + WG], x[start + j + 2u * WG], x[start + j + 3u * WG]);
+        let g = vec4<f32>(gain[j], gain[j + WG], gain[j + 2u * WG], gain[j + 3u * WG]);
+        let o = v * scale * g;
+        dst[start + j] = o.x;
+        dst[start + j + WG] = o.y;
+        dst[start + j + 2u * WG] = o.z;
+        dst[start + j + 3u * WG] = o.w;
+    }
+    for (; j < params.d; j += WG) {
+        dst[start + j] = x[start + j] * scale * gain[j];
     }
 }

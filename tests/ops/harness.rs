@@ -272,7 +272,7 @@ pub fn or_skip<B: Backend>(what: &str, require: &str, made: ultra::Result<B>) ->
 /// saying the adapter has none (the suite then skips loudly; `ULTRA_REQUIRE_COOPMAT=1` fails).
 #[cfg(feature = "wgpu")]
 pub fn wgpu_coop(options: ultra::backend::wgpu::Options) -> ultra::Result<ultra::Wgpu> {
-    let be = ultra::Wgpu::with_options(ultra::backend::wgpu::Options { coopmat: true, ..options })?;
+    let be = ultra::Wgpu::with_options(ultra::backend::wgpu::Options { coopmat: Some(true), ..options })?;
     match be.cooperative_matrices() {
         Some(_) => Ok(be),
         None => Err(ultra::Error::DeviceUnavailable {

@@ -21,6 +21,9 @@ const ARENA_BYTES: u64 = 1 << 20;
 /// Bytes of one dispatch's parameters as bound (every Params struct fits: matmul_vec_parts' is the
 /// largest, three weight geometries and two vec4s).
 const PARAMS_BYTES: u64 = 128;
+/// Dispatches per submission on GPU adapters (`Options::submit_every`): the best of 32 and 128 on the
+/// H100 (benches/notes/wgpu.md, v13).
+const SUBMIT_EVERY: usize = 32;
 /// Bind groups kept before the cache is cleared (buffer ids are never reused, so stale entries
 /// only hold memory).
 const MAX_BIND_GROUPS: usize = 4096;
@@ -48,15 +51,22 @@ pub struct Options {
     /// Run the quantized GEMV in subgroup (or shared-memory) teams even on a CPU adapter, where it
     /// would take one-lane teams: how lavapipe tests the GPU's kernel shapes.
     pub disable_solo: bool,
+    /// Run silu_mul_matmul as its two ops (`ULTRA_WGPU_DISABLE=silu_fusion`): to time the fused
+    /// down GEMV (`matmul_vec_silu`) against them.
+    pub disable_silu_fusion: bool,
     /// Blocks per lane the quantized GEMV loads before computing on them (1, 2 or 4; None: the
     /// planner's choice). The sums and their order do not depend on it.
     pub vec_unroll: Option<u32>,
-    /// Submit the recorded dispatches every this many (None: once per flush, at the step's end), so
-    /// the GPU starts on a step's first layers while the host records the rest. Opt-in until timed.
+    /// Submit the recorded dispatches every this many, so the GPU starts on a step's first layers
+    /// while the host records the rest. None (the default): every SUBMIT_EVERY on GPU adapters,
+    /// once per flush on CPU adapters (whose queue shares the host's cores); Some(0): once per flush.
     pub submit_every: Option<usize>,
     /// Run quantized matmuls of m ≥ 64 on cooperative matrices (`matmul_coop.wgsl`) where the
-    /// adapter has f16 × f16 → f32 ones (wgpu's experimental feature): opt-in until timed on a GPU.
-    pub coopmat: bool,
+    /// adapter has f16 × f16 → f32 ones (wgpu's experimental feature). None (the default): on
+    /// discrete and integrated Vulkan GPUs, the adapters it was checked and timed on (NVIDIA; Mesa's
+    /// lavapipe is checked but is a CPU); Some(true) also elsewhere (Metal's simdgroup matrices, CPU
+    /// adapters), Some(false) never (`ULTRA_WGPU_COOPMAT=1` / `0`).
+    pub coopmat: Option<bool>,
 }
 
 impl Options {
@@ -69,16 +79,21 @@ impl Options {
         let batch_invariant = std::env::var("ULTRA_WGPU_BATCH_INVARIANT").as_deref() == Ok("1");
         let weight_part_bytes = std::env::var("ULTRA_WGPU_WEIGHT_PART").ok().and_then(|v| v.trim().parse().ok());
         let vec_unroll = std::env::var("ULTRA_WGPU_VEC_UNROLL").ok().and_then(|v| v.trim().parse().ok());
-        let coopmat = std::env::var("ULTRA_WGPU_COOPMAT").as_deref() == Ok("1");
+        let coopmat = match std::env::var("ULTRA_WGPU_COOPMAT").as_deref() {
+            Ok("1") => Some(true),
+            Ok("0") => Some(false),
+            _ => None,
+        };
         let submit_every = std::env::var("ULTRA_WGPU_SUBMIT_EVERY").ok().and_then(|v| v.trim().parse().ok());
         Options {
-            submit_every: submit_every.filter(|&n| n > 0),
+            submit_every,
             coopmat,
             disable_subgroups: has("subgroups"),
             disable_f16: has("f16"),
             batch_invariant,
             weight_part_bytes,
             disable_solo: has("solo"),
+            disable_silu_fusion: has("silu_fusion"),
             vec_unroll,
         }
     }
@@ -86,6 +101,11 @@ impl Options {
     /// Every optional feature off: the fallback kernels.
     pub fn fallbacks() -> Options {
         Options { disable_subgroups: true, disable_f16: true, ..Options::default() }
+    }
+
+    /// These options with cooperative matrices never used (the tiled GEMM for prefill).
+    pub fn without_coopmat(self) -> Options {
+        Options { coopmat: Some(false), ..self }
     }
 
     /// These options with batch invariance kept.
@@ -149,7 +169,7 @@ pub struct Context {
     /// Subgroup size when subgroup kernels are in use (fixed size, enabled, not disabled).
     pub(crate) subgroup_size: Option<u32>,
     pub(crate) f16: bool,
-    /// Cooperative matrices for matmul_coop when `Options::coopmat` asked and the adapter has them:
+    /// Cooperative matrices for matmul_coop when `Options::coopmat` allows them and the adapter has them:
     /// (matrix side, subgroup size).
     pub(crate) coop: Option<(u32, u32)>,
     /// A CPU adapter (SwiftShader, lavapipe; a browser's fallback adapter): the quantized GEMV
@@ -161,6 +181,8 @@ pub struct Context {
     pub(crate) vec_unroll: Option<u32>,
     /// Options::submit_every.
     submit_every: Option<usize>,
+    /// Options::disable_silu_fusion.
+    pub(crate) silu_fusion: bool,
     /// Bytes of the largest weight part (`Options::weight_part_bytes` within the adapter's limits).
     pub(crate) weight_part_bytes: u64,
     arena: wgpu::Buffer,
@@ -235,7 +257,9 @@ impl Context {
         if available.contains(wgpu::Features::SHADER_F16) && !options.disable_f16 {
             features |= wgpu::Features::SHADER_F16;
         }
-        let coop = if options.coopmat && features.contains(wgpu::Features::SHADER_F16) {
+        let auto_coop = info.backend == wgpu::Backend::Vulkan
+            && matches!(info.device_type, wgpu::DeviceType::DiscreteGpu | wgpu::DeviceType::IntegratedGpu);
+        let coop = if options.coopmat.unwrap_or(auto_coop) && features.contains(wgpu::Features::SHADER_F16) {
             coop_shape(&adapter, &info)
         } else {
             None
@@ -255,7 +279,7 @@ impl Context {
                 required_features: features,
                 required_limits: limits.clone(),
                 // SAFETY: a token, not a memory access: wgpu asks callers of its experimental
-                // features (here cooperative matrices, requested only with `Options::coopmat`) to
+                // features (here cooperative matrices, requested only where `Options::coopmat` allows them) to
                 // acknowledge that they may still have bugs.
                 experimental_features: if coop.is_some() {
                     unsafe { wgpu::ExperimentalFeatures::enabled() }
@@ -291,6 +315,11 @@ impl Context {
             mirror: HostMirror::default(),
         };
         let cpu_adapter = info.device_type == wgpu::DeviceType::Cpu && !options.disable_solo;
+        let submit_every = match options.submit_every {
+            Some(0) => None,
+            Some(n) => Some(n),
+            None => (info.device_type != wgpu::DeviceType::Cpu).then_some(SUBMIT_EVERY),
+        };
         Ok(Context {
             profiler,
             device,
@@ -301,7 +330,8 @@ impl Context {
             cpu_adapter,
             batch_invariant: options.batch_invariant,
             vec_unroll: options.vec_unroll,
-            submit_every: options.submit_every,
+            silu_fusion: !options.disable_silu_fusion,
+            submit_every,
             weight_part_bytes: options
                 .weight_part_bytes
                 .unwrap_or(u64::MAX)

@@ -183,7 +183,8 @@ pub fn silu_mul_matmul(
     check::silu_mul(gate, up, hidden)?;
     check::matmul(hidden, w, dst)?;
     let (m, format) = (gate.rows, w.format);
-    let one_gemv = format.is_quantized()
+    let one_gemv = be.ctx.silu_fusion
+        && format.is_quantized()
         && !gemv_sums_x(format)
         && w.storage.parts.len() == 1
         && coop(be, format, m).is_none()
