@@ -1,12 +1,12 @@
 //! Matmul: fused dequantize + matrix products, four kernels.
 //!
-//! - m ≥ TILED_MIN_M with `Options::coopmat` (`ULTRA_WGPU_COOPMAT=1`) on an adapter with f16 ×
+//! - m ≥ TILED_MIN_M where `Options::coopmat` allows it (by default Vulkan GPUs) on an adapter with f16 ×
 //!   f16 → f32 cooperative matrices (wgpu's experimental feature: Vulkan's
 //!   VK_KHR_cooperative_matrix, e.g. NVIDIA's tensor cores or Mesa ≥ 26's lavapipe; Metal's
 //!   simdgroup matrices), quantized weights: `matmul_coop.wgsl`. Per 64 values of k a
 //!   4s × 4s tile (s = the matrix side, 16 or 8) decodes its weight rows and x rows into f16 slabs,
-//!   and each of 4 subgroups multiplies 2 × 2 matrices of side s from them, summing in f32.
-//!   Opt-in until it is timed on a GPU.
+//!   and each of 4 subgroups multiplies 2 × 2 matrices of side s from them, summing in f32
+//!   (on the H100 1.2–1.5× the tiled kernel's prefill: benches/notes/wgpu.md, v13).
 //! - m ≥ TILED_MIN_M (prefill, large decode batches, long verifies): `matmul_tiled.wgsl`, a
 //!   shared-memory SGEMM. Each workgroup owns a 64 × BN output tile (BN = 64, or 128 when that
 //!   still gives LARGE_MIN_GROUPS workgroups and fits the adapter's workgroup memory), and per K
