@@ -8,6 +8,7 @@
 //             loading UNROLL of its blocks (4 rows each) before computing on them, so that many loads
 //             are in flight per lane (k = 4096 gives a lane only 4 blocks a row); TPR = 1 (CPU adapters)
 //             takes the x rows one after another, all blocks each
+//             STAGE_X (m = 1): x goes through workgroup memory, XCB blocks at a time (gemv_staged)
 // Numerics    per (row, x-row, block): acc = block_fma(d, v, x, acc) (dot32_f32.wgsl, f32 on every adapter)
 //             [+ fma(m, Σx, acc)] over the lane's blocks, then row_sum4 over the team: the same
 //             order for every m, MB and UNROLL (bit-identical batches)
@@ -86,9 +87,13 @@ fn load4(rows: vec4<u32>, b: u32) -> Raw4 {
 
 // Block b of four weight rows (loaded) against row i of x, added to acc.
 fn block_acc(w: Raw4, b: u32, i: u32, acc: vec4<f32>) -> vec4<f32> {
+    return block_acc_x(w, xblock(i, b), acc);
+}
+
+// Four weight rows' block (loaded) against the matching 32 values of x, added to acc.
+fn block_acc_x(w: Raw4, xb: Blk, acc: vec4<f32>) -> vec4<f32> {
     let d = vec4<f32>(w.r0.d, w.r1.d, w.r2.d, w.r3.d);
     let m = vec4<f32>(w.r0.m, w.r1.m, w.r2.m, w.r3.m);
-    let xb = xblock(i, b);
     if (HALVES) {
         let d2 = vec4<f32>(w.r0.d2, w.r1.d2, w.r2.d2, w.r3.d2);
         var a = block_fma2(d, d2, vals(w.r0), vals(w.r1), vals(w.r2), vals(w.r3), xb, acc);
@@ -112,6 +117,10 @@ fn gemv(gx: u32, gy: u32, lane: u32) {
     let row = (gx * TEAMS + lane / TPR) * 4u;
     let rows = min(vec4<u32>(row) + vec4<u32>(0u, 1u, 2u, 3u), vec4<u32>(n - 1u)) * info.blocks;
     let i0 = gy * MB;
+    if (STAGE_X) {
+        gemv_staged(rows, row, n, i0, lane);
+        return;
+    }
     if (TPR == 1u) {
         for (var i = i0; i < min(i0 + MB, m_rows); i++) {
             var a = vec4<f32>(0.0);
@@ -175,6 +184,52 @@ fn gemv(gx: u32, gy: u32, lane: u32) {
                 if (row + r < n) {
                     put(at + r, total[r]);
                 }
+            }
+        }
+    }
+}
+
+// Staged block jb (0 .. XCB) of x: 8 vec4s at jb · 9 (one vec4 of padding per block, so that the 8 lanes of a
+// 128-bit access phase, reading blocks 9 vec4s apart, hit 8 distinct groups of 4 banks).
+fn xstaged(jb: u32) -> Blk {
+    let a = jb * 9u;
+    return Blk(xs[a], xs[a + 1u], xs[a + 2u], xs[a + 3u], xs[a + 4u], xs[a + 5u], xs[a + 6u], xs[a + 7u]);
+}
+
+// STAGE_X (one row of x, teams of TPR > 1 lanes): the workgroup copies x to workgroup memory XCB = 2·TPR blocks
+// at a time, neighbouring lanes loading neighbouring vec4s, and each lane reads its blocks from there: where
+// every lane read its own 128 bytes of x straight from memory, 128 bytes apart, which takes one cache line
+// per lane per load. A lane's blocks, and their order, are the unstaged kernel's (chunks start at multiples of
+// TPR): the same bits. Each chunk's weight loads are issued before x is staged, so the two overlap.
+fn gemv_staged(rows: vec4<u32>, row: u32, n: u32, i: u32, lane: u32) {
+    let blocks = info.blocks;
+    let t = lane % TPR;
+    let xrow = i * (info.k >> 2u);
+    var acc = vec4<f32>(0.0);
+    for (var c0 = 0u; c0 < blocks; c0 += XCB) {
+        let nb = min(XCB, blocks - c0);
+        let b0 = c0 + t;
+        let b1 = b0 + TPR;
+        let w0 = load4(rows, min(b0, blocks - 1u));
+        let w1 = load4(rows, min(b1, blocks - 1u));
+        workgroupBarrier(); // the previous chunk is consumed
+        for (var e = lane; e < nb * 8u; e += WG) {
+            xs[(e >> 3u) * 9u + (e & 7u)] = xload(xrow + c0 * 8u + e);
+        }
+        workgroupBarrier();
+        if (b0 < blocks) {
+            acc = block_acc_x(w0, xstaged(t), acc);
+        }
+        if (b1 < blocks) {
+            acc = block_acc_x(w1, xstaged(t + TPR), acc);
+        }
+    }
+    let total = row_sum4(acc, lane);
+    if (t == 0u && i < m_rows) {
+        let at = i * ldd + col0 + row;
+        for (var r = 0u; r < 4u; r++) {
+            if (row + r < n) {
+                put(at + r, total[r]);
             }
         }
     }

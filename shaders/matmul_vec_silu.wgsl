@@ -1,9 +1,9 @@
 // matmul_vec_silu  hidden = silu(gate) · up, dst = hidden · wᵀ in one dispatch: the GEMV of gemv.wgsl reading x as
 //                  silu_mul.wgsl's values, computed where they are loaded (the feed-forward block's down projection)
 // Layout           gate, up, hidden: [m, k] f32; w: one quantized weight part; dst: [m, ldd] f32, columns col0 .. col0 + n
-// Launch           gemv.wgsl's grid; the first team of workgroup column 0 (which loads every block of its x rows) also
-//                  writes hidden. Numerics: silu_mul.wgsl's expression per value, then gemv.wgsl's sums: bit for bit the
-//                  two dispatches
+// Launch           gemv.wgsl's grid; workgroup column 0 also writes hidden: its first team (which loads every block of its
+//                  x rows), or with STAGE_X all its lanes (which stage each value once)
+// Numerics         silu_mul.wgsl's expression per value, then gemv.wgsl's sums: bit for bit the two dispatches
 
 struct Params { info: WeightInfo, m: u32, n: u32, col0: u32, ldd: u32 }
 
@@ -45,6 +45,7 @@ fn matmul_vec_silu(@builtin(workgroup_id) wg: vec3<u32>, @builtin(local_invocati
     m_rows = params.m;
     col0 = params.col0;
     ldd = params.ldd;
-    writes_hidden = wg.x == 0u && lane / TPR == 0u;
+    // Staged, the workgroup's lanes load each x value once between them; else the first team loads them all.
+    writes_hidden = wg.x == 0u && (STAGE_X || lane / TPR == 0u);
     gemv(wg.x, wg.y, lane);
 }

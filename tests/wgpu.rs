@@ -165,9 +165,10 @@ fn matmul_and_embed_every_format_teams() {
 }
 
 /// The GEMV's lanes sum their blocks in one order whatever number of blocks they load at once
-/// (`Options::vec_unroll`): the same bits for 1, 2 and 4, for m = 1 and every row of m = 5, and
+/// (`Options::vec_unroll`) and wherever x comes from (`Options::stage_x`: workgroup memory, m = 1
+/// only): the same bits for unroll 1, 2 and 4 and staged x, for m = 1 and every row of m = 5, and
 /// k long enough (131 or 136 blocks) that every lane runs the 4- and 2-block steps and the
-/// remainder. Subgroup teams for four formats, shared-memory teams for one (each variant is a
+/// remainder, and staging ends on a partial chunk. Subgroup teams for four formats, shared-memory teams for one (each variant is a
 /// pipeline compile on lavapipe).
 #[test]
 fn gemv_unroll_keeps_the_bits() {
@@ -180,16 +181,19 @@ fn gemv_unroll_keeps_the_bits() {
     // Under CI=true one block format and one k-quant in subgroup teams (as above).
     let runs = if ci() { vec![(Options::default(), &[Format::Q4_0, Format::Q6_K][..])] } else { runs.to_vec() };
     for (base, formats) in runs {
-        let backends: Vec<Wgpu> = [1, 2, 4]
+        let kinds = [(1, false), (2, false), (4, false), (2, true)];
+        let backends: Vec<Wgpu> = kinds
             .into_iter()
-            .filter_map(|u| backend(Options { disable_solo: true, vec_unroll: Some(u), batch_invariant: true, ..base }))
+            .filter_map(|(u, stage_x)| {
+                backend(Options { disable_solo: true, vec_unroll: Some(u), stage_x, batch_invariant: true, ..base })
+            })
             .collect();
         for &format in formats {
             let k = if format.is_kquant() { 4096 + 256 } else { 4096 + 3 * 32 };
             let bytes = random_weight(&mut rng, format, n, k);
             let x: Vec<f32> = (0..5 * k).map(|_| rng.uniform()).collect();
             let mut seen: Option<Vec<u32>> = None;
-            for (be, unroll) in backends.iter().zip([1, 2, 4]) {
+            for (be, (unroll, stage_x)) in backends.iter().zip(kinds) {
                 let w = be.upload_weight(format, n, k, HostBytes::from_vec(bytes.clone())).unwrap();
                 let run = |m: usize| {
                     let mut xt = be.alloc(DType::F32, m, k).unwrap();
@@ -201,7 +205,7 @@ fn gemv_unroll_keeps_the_bits() {
                     out.iter().map(|v| v.to_bits()).collect::<Vec<_>>()
                 };
                 let (one, five) = (run(1), run(5));
-                let what = format!("{} unroll {unroll} ({base:?})", format.name());
+                let what = format!("{} unroll {unroll}, staged x {stage_x} ({base:?})", format.name());
                 assert_eq!(one, five[..n], "{what}: m = 1 against row 0 of m = 5");
                 match &seen {
                     Some(bits) => assert_eq!(*bits, five, "{what} against unroll 1"),

@@ -57,6 +57,8 @@ pub struct Options {
     /// Blocks per lane the quantized GEMV loads before computing on them (1, 2 or 4; None: the
     /// planner's choice). The sums and their order do not depend on it.
     pub vec_unroll: Option<u32>,
+    /// One-row quantized GEMVs stage x in workgroup memory (`ULTRA_WGPU_STAGE_X=1`; the same bits).
+    pub stage_x: bool,
     /// Submit the recorded dispatches every this many, so the GPU starts on a step's first layers
     /// while the host records the rest. None (the default): every SUBMIT_EVERY on GPU adapters,
     /// once per flush on CPU adapters (whose queue shares the host's cores); Some(0): once per flush.
@@ -84,6 +86,7 @@ impl Options {
             Ok("0") => Some(false),
             _ => None,
         };
+        let stage_x = std::env::var("ULTRA_WGPU_STAGE_X").as_deref() == Ok("1");
         let submit_every = std::env::var("ULTRA_WGPU_SUBMIT_EVERY").ok().and_then(|v| v.trim().parse().ok());
         Options {
             submit_every,
@@ -95,6 +98,7 @@ impl Options {
             disable_solo: has("solo"),
             disable_silu_fusion: has("silu_fusion"),
             vec_unroll,
+            stage_x,
         }
     }
 
@@ -179,6 +183,8 @@ pub struct Context {
     pub(crate) batch_invariant: bool,
     /// Options::vec_unroll.
     pub(crate) vec_unroll: Option<u32>,
+    /// Options::stage_x.
+    pub(crate) stage_x: bool,
     /// Options::submit_every.
     submit_every: Option<usize>,
     /// Options::disable_silu_fusion.
@@ -330,6 +336,7 @@ impl Context {
             cpu_adapter,
             batch_invariant: options.batch_invariant,
             vec_unroll: options.vec_unroll,
+            stage_x: options.stage_x,
             silu_fusion: !options.disable_silu_fusion,
             submit_every,
             weight_part_bytes: options

@@ -82,6 +82,9 @@ pub struct Variant {
     /// matmul_vec with teams of several lanes: blocks a lane loads before computing on them (1, 2
     /// or 4; the sums and their order do not depend on it).
     pub unroll: u32,
+    /// matmul_vec, matmul_vec_parts, matmul_vec_silu with one row of x (MB = 1) and teams of several
+    /// lanes: x goes through workgroup memory (`gemv.wgsl`'s STAGE_X), the same bits.
+    pub stage_x: bool,
     /// matmul_vec_parts: how many weights (2 or 3) share its dispatch; 0 for other kernels.
     pub parts: u32,
     /// matmul_coop: the side of its square cooperative matrices (8 or 16; 0 for other kernels), with
@@ -102,6 +105,7 @@ impl Variant {
             mb: 0,
             f16: false,
             unroll: 1,
+            stage_x: false,
             parts: 0,
             coop: 0,
             kv_f16: false,
@@ -121,6 +125,9 @@ impl Variant {
         }
         if self.unroll > 1 {
             s += &format!("_u{}", self.unroll);
+        }
+        if self.stage_x {
+            s += "_sx";
         }
         if self.kernel == Kernel::MatmulTiled {
             s += &format!("_bn{}", self.mb);
@@ -158,6 +165,11 @@ impl Variant {
             // Variants are made by `all()` and the matmul planner, only for quantized formats.
             let decode = self.format.and_then(decoder32).unwrap_or("");
             src += &format!("const PARTS: u32 = {}u;\n", self.parts);
+            src += if self.stage_x {
+                "const STAGE_X: bool = true;\nconst XCB: u32 = 2u * TPR;\nvar<workgroup> xs: array<vec4<f32>, XCB * 9u>;\n"
+            } else {
+                "const STAGE_X: bool = false;\nconst XCB: u32 = 1u;\nvar<workgroup> xs: array<vec4<f32>, 1>;\n"
+            };
             src += shader!("dot32_f32");
             src += &helpers(self.format);
             return src + decode + shader!("gemv") + self.kernel.body();
@@ -209,7 +221,8 @@ impl Variant {
                         let shapes =
                             [(false, 32, 1), (false, 32, 8), (true, 32, 1), (true, 8, 8), (false, 1, 1), (false, 1, 8)];
                         for (subgroups, tpr, mb) in shapes {
-                            for unroll in VEC_UNROLLS {
+                            let stages: &[bool] = if tpr > 1 && mb == 1 { &[false, true] } else { &[false] };
+                            for (unroll, &stage_x) in VEC_UNROLLS.into_iter().flat_map(|u| stages.iter().map(move |s| (u, s))) {
                                 out.extend(parts.iter().map(|&parts| Variant {
                                     kernel,
                                     format: Some(format),
@@ -217,6 +230,7 @@ impl Variant {
                                     tpr,
                                     mb,
                                     unroll,
+                                    stage_x,
                                     parts,
                                     ..Variant::plain(kernel)
                                 }));

@@ -122,7 +122,8 @@ fn gemv(be: &Wgpu, format: Format, m: usize) -> Result<(Variant, usize)> {
     let mb = if m == 1 { 1 } else { MB_BATCH };
     let unroll = if tpr == 1 { 1 } else { vec_unroll(be, mb)? };
     let kernel = Kernel::MatmulVec;
-    let v = Variant { kernel, format: Some(format), subgroups, tpr, mb, unroll, ..Variant::plain(kernel) };
+    let stage_x = be.ctx.stage_x && tpr > 1 && mb == 1;
+    let v = Variant { kernel, format: Some(format), subgroups, tpr, mb, unroll, stage_x, ..Variant::plain(kernel) };
     Ok((v, (vec_wg(tpr) / tpr * 4) as usize))
 }
 
