@@ -222,7 +222,9 @@ impl Variant {
                             [(false, 32, 1), (false, 32, 8), (true, 32, 1), (true, 8, 8), (false, 1, 1), (false, 1, 8)];
                         for (subgroups, tpr, mb) in shapes {
                             let stages: &[bool] = if tpr > 1 && mb == 1 { &[false, true] } else { &[false] };
-                            for (unroll, &stage_x) in VEC_UNROLLS.into_iter().flat_map(|u| stages.iter().map(move |s| (u, s))) {
+                            for (unroll, &stage_x) in
+                                VEC_UNROLLS.into_iter().flat_map(|u| stages.iter().map(move |s| (u, s)))
+                            {
                                 out.extend(parts.iter().map(|&parts| Variant {
                                     kernel,
                                     format: Some(format),
