@@ -165,7 +165,7 @@ fn matmul_and_embed_every_format_teams() {
 }
 
 /// The GEMV's lanes sum their blocks in one order whatever number of blocks they load at once
-/// (`Options::vec_unroll`) and wherever x comes from (`Options::stage_x`: workgroup memory, m = 1
+/// (`Options::vec_unroll`) and wherever x comes from (workgroup memory, m = 1, or not: `disable_stage_x`
 /// only): the same bits for unroll 1, 2 and 4 and staged x, for m = 1 and every row of m = 5, and
 /// k long enough (131 or 136 blocks) that every lane runs the 4- and 2-block steps and the
 /// remainder, and staging ends on a partial chunk. Subgroup teams for four formats, shared-memory teams for one (each variant is a
@@ -181,11 +181,18 @@ fn gemv_unroll_keeps_the_bits() {
     // Under CI=true one block format and one k-quant in subgroup teams (as above).
     let runs = if ci() { vec![(Options::default(), &[Format::Q4_0, Format::Q6_K][..])] } else { runs.to_vec() };
     for (base, formats) in runs {
-        let kinds = [(1, false), (2, false), (4, false), (2, true)];
+        let kinds = [(1, false), (2, false), (4, false), (2, true)]; // (unroll, staged x at m = 1)
         let backends: Vec<Wgpu> = kinds
             .into_iter()
             .filter_map(|(u, stage_x)| {
-                backend(Options { disable_solo: true, vec_unroll: Some(u), stage_x, batch_invariant: true, ..base })
+                let disable_stage_x = !stage_x;
+                backend(Options {
+                    disable_solo: true,
+                    vec_unroll: Some(u),
+                    disable_stage_x,
+                    batch_invariant: true,
+                    ..base
+                })
             })
             .collect();
         for &format in formats {

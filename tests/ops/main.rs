@@ -133,10 +133,11 @@ op_suite!(cpu_int8: ultra::Cpu => Some(ultra::Cpu::with_activations(ultra::backe
 op_suite!(cpu_amx: ultra::Cpu => crate::harness::or_skip("AMX", "ULTRA_REQUIRE_AMX", ultra::Cpu::amx()), invariance: same, matmul_rows: 16, attn_tokens: usize::MAX);
 // wgpu keeps batch invariance only with Options::batch_invariant (ULTRA_WGPU_BATCH_INVARIANT=1):
 // 70 rows cover the m ≥ 32 range that otherwise runs the tiled matmul. This suite keeps
-// cooperative matrices off, so the tiled GEMM is checked on every adapter (wgpu_coop checks them).
+// cooperative matrices off, so the tiled GEMM is checked on every adapter (wgpu_coop checks them),
+// and turns the opt-in silu fusion on, so that its kernel (matmul_vec_silu) is checked too.
 #[cfg(feature = "wgpu")]
-op_suite!(wgpu: ultra::Wgpu => crate::harness::or_skip("wgpu", "ULTRA_REQUIRE_WGPU", ultra::Wgpu::with_options(ultra::backend::wgpu::Options::from_env().without_coopmat())),
-    invariance: crate::harness::or_skip("wgpu", "ULTRA_REQUIRE_WGPU", ultra::Wgpu::with_options(ultra::backend::wgpu::Options::from_env().without_coopmat().invariant())),
+op_suite!(wgpu: ultra::Wgpu => crate::harness::or_skip("wgpu", "ULTRA_REQUIRE_WGPU", ultra::Wgpu::with_options(ultra::backend::wgpu::Options::from_env().without_coopmat().with_silu_fusion())),
+    invariance: crate::harness::or_skip("wgpu", "ULTRA_REQUIRE_WGPU", ultra::Wgpu::with_options(ultra::backend::wgpu::Options::from_env().without_coopmat().with_silu_fusion().invariant())),
     matmul_rows: 70, attn_tokens: usize::MAX);
 // The fallback kernels (no subgroups, no f16), as `ULTRA_WGPU_DISABLE=subgroups,f16` selects.
 #[cfg(feature = "wgpu")]

@@ -51,14 +51,16 @@ pub struct Options {
     /// Run the quantized GEMV in subgroup (or shared-memory) teams even on a CPU adapter, where it
     /// would take one-lane teams: how lavapipe tests the GPU's kernel shapes.
     pub disable_solo: bool,
-    /// Run silu_mul_matmul as its two ops (`ULTRA_WGPU_DISABLE=silu_fusion`): to time the fused
-    /// down GEMV (`matmul_vec_silu`) against them.
-    pub disable_silu_fusion: bool,
+    /// Run silu_mul_matmul as one `matmul_vec_silu` dispatch where it can (`ULTRA_WGPU_SILU_FUSION=1`):
+    /// off by default, as the two dispatches were 5–11% faster at decode on the H100
+    /// (benches/notes/wgpu.md v14); the op table turns it on so that the kernel stays checked.
+    pub silu_fusion: bool,
     /// Blocks per lane the quantized GEMV loads before computing on them (1, 2 or 4; None: the
     /// planner's choice). The sums and their order do not depend on it.
     pub vec_unroll: Option<u32>,
-    /// One-row quantized GEMVs stage x in workgroup memory (`ULTRA_WGPU_STAGE_X=1`; the same bits).
-    pub stage_x: bool,
+    /// Leave x out of workgroup memory in one-row quantized GEMVs (`ULTRA_WGPU_STAGE_X=0`; staged
+    /// by default where lanes work in teams: 1–7% faster decode on the H100, the same bits).
+    pub disable_stage_x: bool,
     /// Submit the recorded dispatches every this many, so the GPU starts on a step's first layers
     /// while the host records the rest. None (the default): every SUBMIT_EVERY on GPU adapters,
     /// once per flush on CPU adapters (whose queue shares the host's cores); Some(0): once per flush.
@@ -86,7 +88,8 @@ impl Options {
             Ok("0") => Some(false),
             _ => None,
         };
-        let stage_x = std::env::var("ULTRA_WGPU_STAGE_X").as_deref() == Ok("1");
+        let disable_stage_x = std::env::var("ULTRA_WGPU_STAGE_X").as_deref() == Ok("0");
+        let silu_fusion = std::env::var("ULTRA_WGPU_SILU_FUSION").as_deref() == Ok("1");
         let submit_every = std::env::var("ULTRA_WGPU_SUBMIT_EVERY").ok().and_then(|v| v.trim().parse().ok());
         Options {
             submit_every,
@@ -96,15 +99,20 @@ impl Options {
             batch_invariant,
             weight_part_bytes,
             disable_solo: has("solo"),
-            disable_silu_fusion: has("silu_fusion"),
+            silu_fusion,
             vec_unroll,
-            stage_x,
+            disable_stage_x,
         }
     }
 
     /// Every optional feature off: the fallback kernels.
     pub fn fallbacks() -> Options {
         Options { disable_subgroups: true, disable_f16: true, ..Options::default() }
+    }
+
+    /// These options with silu · up fused into the down GEMV where it can be (`matmul_vec_silu`).
+    pub fn with_silu_fusion(self) -> Options {
+        Options { silu_fusion: true, ..self }
     }
 
     /// These options with cooperative matrices never used (the tiled GEMM for prefill).
@@ -183,11 +191,11 @@ pub struct Context {
     pub(crate) batch_invariant: bool,
     /// Options::vec_unroll.
     pub(crate) vec_unroll: Option<u32>,
-    /// Options::stage_x.
+    /// Not Options::disable_stage_x.
     pub(crate) stage_x: bool,
     /// Options::submit_every.
     submit_every: Option<usize>,
-    /// Options::disable_silu_fusion.
+    /// Options::silu_fusion.
     pub(crate) silu_fusion: bool,
     /// Bytes of the largest weight part (`Options::weight_part_bytes` within the adapter's limits).
     pub(crate) weight_part_bytes: u64,
@@ -336,8 +344,8 @@ impl Context {
             cpu_adapter,
             batch_invariant: options.batch_invariant,
             vec_unroll: options.vec_unroll,
-            stage_x: options.stage_x,
-            silu_fusion: !options.disable_silu_fusion,
+            stage_x: !options.disable_stage_x,
+            silu_fusion: options.silu_fusion,
             submit_every,
             weight_part_bytes: options
                 .weight_part_bytes
