@@ -17,12 +17,14 @@
 //!   f16 products (`tile32_f16.wgsl`); float weights always run f32 (`tile32_f32.wgsl`).
 //! - smaller m: GEMV kernels. Quantized weights run `matmul_vec.wgsl` (whole blocks per lane, four
 //!   weight rows per subgroup team); float weights `matmul.wgsl` (8-value groups per lane). Decode
-//!   (m = 1) runs one row of x per workgroup, larger batches MB_BATCH rows per workgroup. On CPU
+//!   (m = 1) runs one row of x per workgroup, staged in workgroup memory so that lanes load it
+//!   coalesced (unless `ULTRA_WGPU_STAGE_X=0`; v14), larger batches MB_BATCH rows per workgroup. On CPU
 //!   adapters (SwiftShader, lavapipe) quantized GEMVs take teams of one lane and no barrier
 //!   (benches/notes/wgpu.md, v10). The same GEMV body (`gemv.wgsl`) also runs q/k/v or gate/up as
-//!   one dispatch (`matmul_vec_parts`, for `matmuls`) and the down projection with silu · up
-//!   computed as x is loaded (`matmul_vec_silu`, for `silu_mul_matmul`), bit for bit the separate
-//!   dispatches (benches/notes/wgpu.md, v12). Every lane sums in the same order in both, so their results
+//!   one dispatch (`matmul_vec_parts`, for `matmuls`) and, opt-in (`Options::silu_fusion`: slower
+//!   on the H100, v14), the down projection with silu · up computed as x is loaded
+//!   (`matmul_vec_silu`, for `silu_mul_matmul`), bit for bit the separate dispatches
+//!   (benches/notes/wgpu.md, v12). Every lane sums in the same order in both, so their results
 //!   do not depend on m. The GEMVs compute
 //!   in f32 on every adapter: f16 products (an earlier version) bought no decode speed on the H200
 //!   and parted the greedy text from the CPU's on 3 of the 9 reference prompts
@@ -167,7 +169,7 @@ pub fn matmuls(be: &Wgpu, x: &Tensor<Wgpu>, parts: &mut [(&Weight<Wgpu>, &mut Te
     be.ctx.dispatch(v, &bufs, &params, grid)
 }
 
-/// hidden = silu(gate) · up, then dst = hidden · wᵀ: one `matmul_vec_silu` dispatch (the GEMV
+/// hidden = silu(gate) · up, then dst = hidden · wᵀ: with `Options::silu_fusion`, one `matmul_vec_silu` dispatch (the GEMV
 /// computing its x where it loads it, and writing hidden too) where w is one quantized part and m
 /// takes the GEMV; otherwise `silu_mul` then `matmul`. Only for formats whose GEMV uses x as a
 /// factor alone: SPIR-V lets a driver contract a product into a following add (Mesa did, on the
