@@ -48,17 +48,5 @@ fn add_rms_norm(@builtin(workgroup_id) wg: vec3<u32>, @builtin(local_invocation_
     }
     let scale = 1.0 / sqrt(partial[0] / f32(params.d) + params.eps);
     // Each lane reads back only the elements it wrote above: no barrier needed.
-    var j = lane;
-    for (; j + 3u * WG < params.d; j += 4u * WG) {
-        let v = vec4<f32>(x[start + j], x[start + j + WG], x[start + j + 2u * WG], x[start + j + 3u * WG]);
-        let g = vec4<f32>(gain[j], gain[j + WG], gain[j + 2u * WG], gain[j + 3u * WG]);
-        let o = v * scale * g;
-        dst[start + j] = o.x;
-        dst[start + j + WG] = o.y;
-        dst[start + j + 2u * WG] = o.z;
-        dst[start + j + 3u * WG] = o.w;
-    }
-    for (; j < params.d; j += WG) {
-        dst[start + j] = x[start + j] * scale * gain[j];
-    }
+    apply_norm(start, scale, lane);
 }

@@ -4,7 +4,8 @@
 //! helpers, `kquant.wgsl`; for the group-wise formats after `intn.wgsl`, one decoder per scheme
 //! with the group size a constant) to their body; matmul joins the reduction it was built with,
 //! matmul_tiled the K step of its arithmetic (`tile32_f32.wgsl` or `tile32_f16.wgsl`), matmul_coop
-//! its matrix side, subgroup size and matrix type aliases; the
+//! its matrix side, subgroup size and matrix type aliases; the two RMSNorm kernels their output
+//! loop (`norm_apply`); the
 //! attention kernels join the chunk routine and the softmax fold they share (`attention_chunk`,
 //! `attention_fold`), which is what keeps split-K and tiled attention bit-identical.
 
@@ -182,6 +183,9 @@ impl Variant {
             src += shader!("common");
             src += &helpers(Some(format));
             src += decoder(format);
+        }
+        if matches!(self.kernel, Kernel::RmsNorm | Kernel::AddRmsNorm) {
+            src += shader!("norm_apply");
         }
         if matches!(self.kernel, Kernel::Rope | Kernel::RmsNormRope | Kernel::RopeKvWrite) {
             src += shader!("rope_common");
