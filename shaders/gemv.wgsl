@@ -189,6 +189,8 @@ fn gemv(gx: u32, gy: u32, lane: u32) {
     }
 }
 
+var<workgroup> staged_blocks: u32;
+
 // Staged block jb (0 .. XCB) of x: 8 vec4s at jb · 9 (one vec4 of padding per block, so that the 8 lanes of a
 // 128-bit access phase, reading blocks 9 vec4s apart, hit 8 distinct groups of 4 banks).
 fn xstaged(jb: u32) -> Blk {
@@ -202,7 +204,12 @@ fn xstaged(jb: u32) -> Blk {
 // per lane per load. A lane's blocks, and their order, are the unstaged kernel's (chunks start at multiples of
 // TPR): the same bits. Each chunk's weight loads are issued before x is staged, so the two overlap.
 fn gemv_staged(rows: vec4<u32>, row: u32, n: u32, i: u32, lane: u32) {
-    let blocks = info.blocks;
+    // The chunk loop holds barriers, so its bound must be uniform to WGSL's analysis, which a private
+    // variable's value is not: pass it through workgroup memory.
+    if (lane == 0u) {
+        staged_blocks = info.blocks;
+    }
+    let blocks = workgroupUniformLoad(&staged_blocks);
     let t = lane % TPR;
     let xrow = i * (info.k >> 2u);
     var acc = vec4<f32>(0.0);
