@@ -111,6 +111,16 @@ fn block_acc_x(w: Raw4, xb: Blk, acc: vec4<f32>) -> vec4<f32> {
     return a;
 }
 
+// dst[i, row .. row + 3] = v, the rows below n (a team's four outputs for row i of x).
+fn put4(i: u32, row: u32, n: u32, v: vec4<f32>) {
+    let at = i * ldd + col0 + row;
+    for (var r = 0u; r < 4u; r++) {
+        if (row + r < n) {
+            put(at + r, v[r]);
+        }
+    }
+}
+
 // Workgroup (gx, gy) of the weight's grid: its TEAMS teams' rows, MB rows of x from gy·MB.
 fn gemv(gx: u32, gy: u32, lane: u32) {
     let n = n_rows;
@@ -127,12 +137,7 @@ fn gemv(gx: u32, gy: u32, lane: u32) {
             for (var b = 0u; b < info.blocks; b++) {
                 a = block_acc(load4(rows, b), b, i, a);
             }
-            let at = i * ldd + col0 + row;
-            for (var r = 0u; r < 4u; r++) {
-                if (row + r < n) {
-                    put(at + r, a[r]);
-                }
-            }
+            put4(i, row, n, a);
         }
         return;
     }
@@ -179,12 +184,7 @@ fn gemv(gx: u32, gy: u32, lane: u32) {
     for (var i = 0u; i < MB; i++) {
         let total = row_sum4(acc[i], lane);
         if (lane % TPR == 0u && i0 + i < m_rows) {
-            let at = (i0 + i) * ldd + col0 + row;
-            for (var r = 0u; r < 4u; r++) {
-                if (row + r < n) {
-                    put(at + r, total[r]);
-                }
-            }
+            put4(i0 + i, row, n, total);
         }
     }
 }
@@ -233,11 +233,6 @@ fn gemv_staged(rows: vec4<u32>, row: u32, n: u32, i: u32, lane: u32) {
     }
     let total = row_sum4(acc, lane);
     if (t == 0u && i < m_rows) {
-        let at = i * ldd + col0 + row;
-        for (var r = 0u; r < 4u; r++) {
-            if (row + r < n) {
-                put(at + r, total[r]);
-            }
-        }
+        put4(i, row, n, total);
     }
 }

@@ -165,11 +165,11 @@ fn matmul_and_embed_every_format_teams() {
 }
 
 /// The GEMV's lanes sum their blocks in one order whatever number of blocks they load at once
-/// (`Options::vec_unroll`) and wherever x comes from (workgroup memory, m = 1, or not: `disable_stage_x`
-/// only): the same bits for unroll 1, 2 and 4 and staged x, for m = 1 and every row of m = 5, and
-/// k long enough (131 or 136 blocks) that every lane runs the 4- and 2-block steps and the
-/// remainder, and staging ends on a partial chunk. Subgroup teams for four formats, shared-memory teams for one (each variant is a
-/// pipeline compile on lavapipe).
+/// (`Options::vec_unroll`) and wherever x comes from (workgroup memory at m = 1 unless
+/// `disable_stage_x`): the same bits for unroll 1, 2 and 4 and staged x, for m = 1 and every row of
+/// m = 5, and k long enough (131 or 136 blocks) that every lane runs the 4- and 2-block steps and
+/// the remainder, and staging ends on a partial chunk. Subgroup teams for four formats,
+/// shared-memory teams for one (each variant is a pipeline compile on lavapipe).
 #[test]
 fn gemv_unroll_keeps_the_bits() {
     let mut rng = Rng(23);

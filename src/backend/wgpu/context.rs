@@ -293,8 +293,8 @@ impl Context {
                 required_features: features,
                 required_limits: limits.clone(),
                 // SAFETY: a token, not a memory access: wgpu asks callers of its experimental
-                // features (here cooperative matrices, requested only where `Options::coopmat` allows them) to
-                // acknowledge that they may still have bugs.
+                // features (here cooperative matrices, requested only where `Options::coopmat`
+                // allows them) to acknowledge that they may still have bugs.
                 experimental_features: if coop.is_some() {
                     unsafe { wgpu::ExperimentalFeatures::enabled() }
                 } else {
@@ -330,8 +330,7 @@ impl Context {
         };
         let cpu_adapter = info.device_type == wgpu::DeviceType::Cpu && !options.disable_solo;
         let submit_every = match options.submit_every {
-            Some(0) => None,
-            Some(n) => Some(n),
+            Some(n) => (n > 0).then_some(n),
             None => (info.device_type != wgpu::DeviceType::Cpu).then_some(SUBMIT_EVERY),
         };
         Ok(Context {

@@ -1,7 +1,7 @@
 //! Matmul: fused dequantize + matrix products, four kernels.
 //!
-//! - m ≥ TILED_MIN_M where `Options::coopmat` allows it (by default Vulkan GPUs) on an adapter with f16 ×
-//!   f16 → f32 cooperative matrices (wgpu's experimental feature: Vulkan's
+//! - m ≥ TILED_MIN_M where `Options::coopmat` allows it (by default Vulkan GPUs) on an adapter
+//!   with f16 × f16 → f32 cooperative matrices (wgpu's experimental feature: Vulkan's
 //!   VK_KHR_cooperative_matrix, e.g. NVIDIA's tensor cores or Mesa ≥ 26's lavapipe; Metal's
 //!   simdgroup matrices), quantized weights: `matmul_coop.wgsl`. Per 64 values of k a
 //!   4s × 4s tile (s = the matrix side, 16 or 8) decodes its weight rows and x rows into f16 slabs,
@@ -18,8 +18,8 @@
 //! - smaller m: GEMV kernels. Quantized weights run `matmul_vec.wgsl` (whole blocks per lane, four
 //!   weight rows per subgroup team); float weights `matmul.wgsl` (8-value groups per lane). Decode
 //!   (m = 1) runs one row of x per workgroup, staged in workgroup memory so that lanes load it
-//!   coalesced (unless `ULTRA_WGPU_STAGE_X=0`; v14), larger batches MB_BATCH rows per workgroup. On CPU
-//!   adapters (SwiftShader, lavapipe) quantized GEMVs take teams of one lane and no barrier
+//!   coalesced (unless `ULTRA_WGPU_STAGE_X=0`; v14), larger batches MB_BATCH rows per workgroup.
+//!   On CPU adapters (SwiftShader, lavapipe) quantized GEMVs take teams of one lane and no barrier
 //!   (benches/notes/wgpu.md, v10). The same GEMV body (`gemv.wgsl`) also runs q/k/v or gate/up as
 //!   one dispatch (`matmul_vec_parts`, for `matmuls`) and, opt-in (`Options::silu_fusion`: slower
 //!   on the H100, v14), the down projection with silu · up computed as x is loaded
@@ -171,8 +171,8 @@ pub fn matmuls(be: &Wgpu, x: &Tensor<Wgpu>, parts: &mut [(&Weight<Wgpu>, &mut Te
 
 /// hidden = silu(gate) · up, then dst = hidden · wᵀ: with `Options::silu_fusion`, one
 /// `matmul_vec_silu` dispatch (the GEMV computing its x where it loads it, and writing hidden too)
-/// where w is one quantized part and m takes the GEMV; otherwise `silu_mul` then `matmul`. Only for formats whose GEMV uses x as a
-/// factor alone: SPIR-V lets a driver contract a product into a following add (Mesa did, on the
+/// where w is one quantized part and m takes the GEMV; otherwise `silu_mul` then `matmul`. Only
+/// for formats whose GEMV uses x as a factor alone: SPIR-V lets a driver contract a product into a following add (Mesa did, on the
 /// Σx of Q4_1's minimum), which a product feeding `fma` as a factor cannot be. So the fused path
 /// gives the two ops' bits (the op table's `silu_mul_matmul_equals_its_parts`).
 pub fn silu_mul_matmul(
