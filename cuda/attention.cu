@@ -179,8 +179,8 @@ __device__ __forceinline__ void attention_body(const float* q, const KV* cache_k
     }
 }
 
-#define ATTENTION_ENTRY(NAME, HEADS, DPL, KV)                                                                   \
-    extern "C" __global__ void __launch_bounds__(128)                                                          \
+#define ATTENTION_ENTRY(NAME, HEADS, DPL, KV, MIN_BLOCKS)                                                       \
+    extern "C" __global__ void __launch_bounds__(128, MIN_BLOCKS)                                               \
         NAME(const float* q, const KV* cache_k, const KV* cache_v, const u32* seq, const u32* pos,              \
              const u32* block_table, float* dst, float* partial, u32* done, u32 n_heads, u32 n_kv_heads,        \
              u32 head_dim, float scale, u32 block_size, u32 max_blocks, u32 n_splits, u32 n_seqs, u32 n_slots,  \
@@ -190,16 +190,19 @@ __device__ __forceinline__ void attention_body(const float* q, const KV* cache_k
                                        n_kv_heads, head_dim, scale, block_size, max_blocks, n_splits, n_seqs,   \
                                        n_slots, window);                                                        \
     }
-// attention_<HD>: up to 4 heads per block; attention_h1_<HD>: one; HD ≥ head_dim (64, 128 or 256).
-ATTENTION_ENTRY(attention_64, 4, 2, float)
-ATTENTION_ENTRY(attention_128, 4, 4, float)
-ATTENTION_ENTRY(attention_256, 4, 8, float)
-ATTENTION_ENTRY(attention_h1_64, 1, 2, float)
-ATTENTION_ENTRY(attention_h1_128, 1, 4, float)
-ATTENTION_ENTRY(attention_h1_256, 1, 8, float)
-ATTENTION_ENTRY(attention_64_f16, 4, 2, u16)
-ATTENTION_ENTRY(attention_128_f16, 4, 4, u16)
-ATTENTION_ENTRY(attention_256_f16, 4, 8, u16)
-ATTENTION_ENTRY(attention_h1_64_f16, 1, 2, u16)
-ATTENTION_ENTRY(attention_h1_128_f16, 1, 4, u16)
-ATTENTION_ENTRY(attention_h1_256_f16, 1, 8, u16)
+// attention_<HD>: up to 4 heads per block; attention_h1_<HD>: one; HD ≥ head_dim (64, 128 or 256). At least 8 blocks
+// per SM (≤ 64 registers a thread) up to 128 dims: a warp waits on each key's shuffle-sum and softmax chain, so
+// resident warps, not loads in flight, set the pace (B = 32 / 64 on llama-8b +2%; 4 or 8 keys in flight per warp were
+// slower: benches/notes/cuda.md, v24). 256 dims holds 2 · 8 floats of q and acc per head and lane: 4 blocks.
+ATTENTION_ENTRY(attention_64, 4, 2, float, 8)
+ATTENTION_ENTRY(attention_128, 4, 4, float, 8)
+ATTENTION_ENTRY(attention_256, 4, 8, float, 4)
+ATTENTION_ENTRY(attention_h1_64, 1, 2, float, 8)
+ATTENTION_ENTRY(attention_h1_128, 1, 4, float, 8)
+ATTENTION_ENTRY(attention_h1_256, 1, 8, float, 4)
+ATTENTION_ENTRY(attention_64_f16, 4, 2, u16, 8)
+ATTENTION_ENTRY(attention_128_f16, 4, 4, u16, 8)
+ATTENTION_ENTRY(attention_256_f16, 4, 8, u16, 4)
+ATTENTION_ENTRY(attention_h1_64_f16, 1, 2, u16, 8)
+ATTENTION_ENTRY(attention_h1_128_f16, 1, 4, u16, 8)
+ATTENTION_ENTRY(attention_h1_256_f16, 1, 8, u16, 4)

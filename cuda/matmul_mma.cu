@@ -7,17 +7,18 @@
 //             needs; weights as uploaded: qs QS_BYTES and qh QH_BYTES per 32-value block, and SC_BYTES of
 //             scales per block from dm at sc_offset (a legacy block's d / (d, m) word, a k-quant
 //             super-block's scale record)
-// Launch      matmul_mma_prep: one thread per value. matmul_mma: grid (ceil(n / 128), ceil(m / 64)), 128
-//             threads = 4 warps, each all 64 rows × 32 columns of the 64 × 128 output tile. matmul_mma_split
-//             (split-K, for small m whose tiles would not fill the GPU; matmul_mma_split32 the same with a
-//             32 × 128 tile, grid.y ceil(m / 32)): grid.z = splits, split z takes k-blocks [z · per, (z + 1) ·
-//             per), per = ceil(nb / splits), writes its tile to partial [splits][m][n], and the last of a
-//             tile's splits to finish (a counter per tile in done, zero between launches) sums them in z order
-//             into dst. k in steps of MMA_KB = 2 32-value blocks (one barrier per step; the last step of a
-//             split may hold one), raw blocks copied into shared memory by cp.async, MMA_STAGES = 2 deep
-//             (one block per step, 3-4 deep, was 6-11% slower in prefill: v23); each weight row's block
-//             scales once per step into the stage as f16 (mma_rec_load / mma_rec_store); quants decoded per
-//             fragment to exact f16 integers and scaled there
+// Launch      matmul_mma_prep: one thread per value. matmul_mma: grid (ceil(n / 128), ceil(m / 64)), 128 threads =
+//             4 warps, each all 64 rows × 32 columns of the 64 × 128 output tile. matmul_mma_split (split-K, for
+//             small m whose tiles would not fill the GPU; matmul_mma_split32 the same with a 32 × 128 tile, grid.y
+//             ceil(m / 32)): grid.z = splits, split z takes k-blocks [z · per, (z + 1) · per), per = ceil(nb /
+//             splits), writes its tile to partial [splits][m][n], and the last of a tile's splits to finish (a
+//             counter per tile in done, zero between launches) sums them in z order into dst; matmul_mma32 is
+//             matmul_mma with the 32-row tile. k in steps of MMA_KB = 2 32-value blocks (one barrier per step; the
+//             last step of a split may hold one), raw blocks copied into shared memory by cp.async, MMA_STAGES = 2
+//             deep (one block per step, 3-4 deep, was 6-11% slower in prefill: v23; 3 deep at the 32-row tile
+//             gained nothing in batched decode: v24); each weight row's block scales once per step into the stage
+//             as f16 (mma_rec_load / mma_rec_store); quants decoded per fragment to exact f16 integers and scaled
+//             there
 // Numerics    x rounded once to f16; each weight rounded once to f16 as fma(q, s, m) (s and m of a block, or of
 //             a 16-value half, themselves rounded to f16: exact for the legacy formats' f16 d and m, one
 //             rounding of a k-quant's d · sc); Σ over all of k by mma.sync m16n8k16 (f16 in, f32 accumulate),
@@ -415,6 +416,15 @@ extern "C" __global__ void __launch_bounds__(MMA_THREADS, 3)
     GRID_DEPENDENCY_WAIT();
     __shared__ MmaStage<32> stages[MMA_STAGES];
     mma_tile<true, 32>(stages, qs, qh, dm, xh, dst, partial, done, m, n, k, mma_at_grid());
+}
+
+// A batch of up to 32 rows whose tiles fill the GPU unsplit (the vocabulary matrix): a 64-row tile would
+// spend half of its mma on rows past m.
+extern "C" __global__ void __launch_bounds__(MMA_THREADS, 3)
+    matmul_mma32(const u8* qs, const u8* qh, const u8* dm, const u8* xh, float* dst, u32 m, u32 n, u32 k) {
+    GRID_DEPENDENCY_WAIT();
+    __shared__ MmaStage<32> stages[MMA_STAGES];
+    mma_tile<false, 32>(stages, qs, qh, dm, xh, dst, nullptr, nullptr, m, n, k, mma_at_grid());
 }
 
 // Up to 3 products of one x in one launch (q, k, v; gate, up): part p is weight (qs, qh, dm)[p] of n[p]

@@ -349,10 +349,12 @@ pub fn all() -> Vec<Case> {
     // Batched decode (m = 8 … 256 rows of distinct sequences): cuda's matmul_mma splits k when the
     // tiles would not fill the GPU, with a 32-row tile up to m = 64 (matmul_mma_split32 on 132 SMs: 16
     // splits at m 32, 8 at 64 (two row tiles), 12 at 40, the last of 1 block), the 64-row one above (4, 8,
-    // 4 splits at 128, 130, 256); m = 8 is the GEMV's largest; a few formats to keep the oracle cheap.
+    // 4 splits at 128, 130, 256); m = 8 is the GEMV's largest; (20, 256, 34001) has tiles enough to run
+    // unsplit, on the 32-row tile (matmul_mma32, as a vocabulary matrix in batched decode); a few formats
+    // to keep the oracle cheap.
     for format in [Format::Q4_0, Format::Q8_0, Format::Q4_K, Format::Q6_K] {
         let shapes = [(8, 4096, 320), (32, 4096, 320), (64, 2048, 257), (128, 1024, 200), (130, 2048, 257)];
-        for (m, k, n) in shapes.into_iter().chain([(256, 1024, 136), (40, 3200, 130)]) {
+        for (m, k, n) in shapes.into_iter().chain([(256, 1024, 136), (40, 3200, 130), (20, 256, 34001)]) {
             let k = k_for(format, k);
             cases.push(case(Op::Matmul { format, m, k, n }, Tolerance::Nmse(1e-7), SUM_WHY));
         }

@@ -5,7 +5,8 @@
 //! weights go through f16 tensor cores (`cuda/matmul_mma.cu`: x and each weight rounded to f16, the
 //! block scales folded into the weights as they are decoded, f32 accumulation over all of k; split
 //! over k, `matmul_mma_split`, for m ≤ 256
-//! when the tiles would not fill the GPU, with a 32-row tile, `matmul_mma_split32`, up to m = 64);
+//! when the tiles would not fill the GPU, with a 32-row tile, `matmul_mma_split32`, up to m = 64;
+//! unsplit 32-row tiles, `matmul_mma32`, for up to 32 rows of a matrix as wide as a vocabulary);
 //! float weights through a shared-memory tiled
 //! GEMM in f32 (`matmul_tile`). An int8 tensor-core variant (x quantized as for the GEMV) beat SIMT
 //! too, but its prefill error (NMSE 3e-3 on the reference model) failed the e2e tests
@@ -334,6 +335,7 @@ fn matmul_mma_parts(cuda: &Cuda, x: &Tensor<Cuda>, parts: &mut [Part]) -> Result
     let name = match first {
         entry::MATMUL_MMA => entry::MATMUL_MMA_PARTS_WHOLE,
         entry::MATMUL_MMA_SPLIT32 => entry::MATMUL_MMA_PARTS32,
+        entry::MATMUL_MMA32 => return Ok(false),
         _ => entry::MATMUL_MMA_PARTS,
     };
     // Partials only for split parts (matmul_mma_parts_whole reads none; the scratch is never empty).
@@ -384,8 +386,9 @@ fn matmul_mma_parts(cuda: &Cuda, x: &Tensor<Cuda>, parts: &mut [Part]) -> Result
 }
 
 /// matmul_mma's launch for an m × n × k product: (entry, (tiles along n, along m, splits of k)); the
-/// entry fixes the tile rows. Batches up to MMA32_MAX_M rows that split k take the 32-row tile; m ≤ MMA_SPLIT_MAX_M otherwise
-/// the 64-row one split, larger m (prefill) the unsplit kernel. The shape and the device only.
+/// entry fixes the tile rows. Batches up to MMA32_MAX_M rows that split k take the 32-row tile, and so do
+/// up to 32 rows whose tiles fill the GPU unsplit (a vocabulary matrix); m ≤ MMA_SPLIT_MAX_M otherwise the
+/// 64-row one split, larger m (prefill) the unsplit kernel. The shape and the device only.
 fn mma_plan(sm_count: u32, m: u32, n: u32, k: u32) -> (&'static str, (u32, u32, u32)) {
     let nb = k / Q8_BLOCK as u32;
     let grid = |bm: u32, per_sm: u32| {
@@ -397,6 +400,9 @@ fn mma_plan(sm_count: u32, m: u32, n: u32, k: u32) -> (&'static str, (u32, u32, 
         let g = grid(MMA32_BM, MMA32_BLOCKS_PER_SM);
         if g.2 > 1 {
             return (entry::MATMUL_MMA_SPLIT32, g);
+        }
+        if m <= MMA32_BM {
+            return (entry::MATMUL_MMA32, g);
         }
     }
     let g = grid(MMA_BM, MMA_BLOCKS_PER_SM);
