@@ -194,15 +194,13 @@ __device__ __forceinline__ void attention_body(const float* q, const KV* cache_k
 // per SM (≤ 64 registers a thread) up to 128 dims: a warp waits on each key's shuffle-sum and softmax chain, so
 // resident warps, not loads in flight, set the pace (B = 32 / 64 on llama-8b +2%; 4 or 8 keys in flight per warp were
 // slower: benches/notes/cuda.md, v24). 256 dims holds 2 · 8 floats of q and acc per head and lane: 4 blocks.
-ATTENTION_ENTRY(attention_64, 4, 2, float, 8)
-ATTENTION_ENTRY(attention_128, 4, 4, float, 8)
-ATTENTION_ENTRY(attention_256, 4, 8, float, 4)
-ATTENTION_ENTRY(attention_h1_64, 1, 2, float, 8)
-ATTENTION_ENTRY(attention_h1_128, 1, 4, float, 8)
-ATTENTION_ENTRY(attention_h1_256, 1, 8, float, 4)
-ATTENTION_ENTRY(attention_64_f16, 4, 2, u16, 8)
-ATTENTION_ENTRY(attention_128_f16, 4, 4, u16, 8)
-ATTENTION_ENTRY(attention_256_f16, 4, 8, u16, 4)
-ATTENTION_ENTRY(attention_h1_64_f16, 1, 2, u16, 8)
-ATTENTION_ENTRY(attention_h1_128_f16, 1, 4, u16, 8)
-ATTENTION_ENTRY(attention_h1_256_f16, 1, 8, u16, 4)
+// Each entry with its f16-cache twin (NAME_f16).
+#define ATTENTION_ENTRIES(NAME, HEADS, DPL, MIN_BLOCKS)    \
+    ATTENTION_ENTRY(NAME, HEADS, DPL, float, MIN_BLOCKS) \
+    ATTENTION_ENTRY(NAME##_f16, HEADS, DPL, u16, MIN_BLOCKS)
+ATTENTION_ENTRIES(attention_64, 4, 2, 8)
+ATTENTION_ENTRIES(attention_128, 4, 4, 8)
+ATTENTION_ENTRIES(attention_256, 4, 8, 4)
+ATTENTION_ENTRIES(attention_h1_64, 1, 2, 8)
+ATTENTION_ENTRIES(attention_h1_128, 1, 4, 8)
+ATTENTION_ENTRIES(attention_h1_256, 1, 8, 4)
