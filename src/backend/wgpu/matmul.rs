@@ -172,9 +172,10 @@ pub fn matmuls(be: &Wgpu, x: &Tensor<Wgpu>, parts: &mut [(&Weight<Wgpu>, &mut Te
 /// hidden = silu(gate) · up, then dst = hidden · wᵀ: with `Options::silu_fusion`, one
 /// `matmul_vec_silu` dispatch (the GEMV computing its x where it loads it, and writing hidden too)
 /// where w is one quantized part and m takes the GEMV; otherwise `silu_mul` then `matmul`. Only
-/// for formats whose GEMV uses x as a factor alone: SPIR-V lets a driver contract a product into a following add (Mesa did, on the
-/// Σx of Q4_1's minimum), which a product feeding `fma` as a factor cannot be. So the fused path
-/// gives the two ops' bits (the op table's `silu_mul_matmul_equals_its_parts`).
+/// for formats whose GEMV uses x as a factor alone: SPIR-V lets a driver contract a product into
+/// a following add (Mesa did, on the Σx of Q4_1's minimum), which a product feeding `fma` as a
+/// factor cannot be. So the fused path gives the two ops' bits (the op table's
+/// `silu_mul_matmul_equals_its_parts`).
 pub fn silu_mul_matmul(
     be: &Wgpu,
     gate: &Tensor<Wgpu>,
