@@ -77,6 +77,50 @@ __device__ __forceinline__ void attend_key(const float (&qr)[ATT_HEADS][DPL], co
     }
 }
 
+// After every warp wrote its running (max, sum, output) per head to shared memory (and a __syncthreads):
+// merges the warps by max-rescaling, then writes dst (one split) or this split's partial, and the last
+// split block of the (token, chunk) to finish merges all splits (one launch, no combine kernel).
+template <int ATT_HEADS, int DPL>
+__device__ __forceinline__ void finish_block(const float (&s_max)[ATT_WARPS][ATT_HEADS],
+                                             const float (&s_sum)[ATT_WARPS][ATT_HEADS],
+                                             const float (&s_acc)[ATT_WARPS][ATT_HEADS][32 * DPL], float* dst,
+                                             float* partial, u32* done, u32 grp, u32 t, u32 h0, u32 nh, u32 n_heads,
+                                             u32 head_dim, u32 split, u32 n_splits) {
+    for (u32 hh = 0; hh < nh; hh++) {
+        const u64 th = (u64)t * n_heads + h0 + hh;  // the (token, head) pair
+        float m = s_max[0][hh];
+        for (int w = 1; w < ATT_WARPS; w++) m = fmaxf(m, s_max[w][hh]);
+        float l = 0.0f;
+        for (int w = 0; w < ATT_WARPS; w++) l += s_sum[w][hh] * expf(s_max[w][hh] - m);
+        float* out = partial + (th * n_splits + split) * (2 + head_dim);
+        for (u32 d = threadIdx.x; d < head_dim; d += blockDim.x) {
+            float a = 0.0f;
+            for (int w = 0; w < ATT_WARPS; w++) a += s_acc[w][hh][d] * expf(s_max[w][hh] - m);
+            if (n_splits == 1) dst[th * head_dim + d] = l > 0.0f ? a / l : 0.0f;
+            else out[2 + d] = a;
+        }
+        if (n_splits > 1 && threadIdx.x == 0) {
+            out[0] = m;
+            out[1] = l;
+        }
+    }
+    if (n_splits == 1) return;
+    // The last split block of this (token, chunk) to finish merges all splits: every thread's
+    // partial writes are made visible device-wide before the block is counted.
+    __shared__ bool s_last;
+    __threadfence();
+    __syncthreads();
+    if (threadIdx.x == 0) s_last = atomicAdd(&done[grp], 1u) == n_splits - 1;
+    __syncthreads();
+    if (!s_last) return;
+    __threadfence();
+    if (threadIdx.x == 0) done[grp] = 0;  // zero again for the next launch (or graph replay)
+    for (u32 hh = 0; hh < nh; hh++) {
+        const u64 th = (u64)t * n_heads + h0 + hh;
+        combine_splits(partial + th * n_splits * (2 + head_dim), dst + th * head_dim, head_dim, n_splits);
+    }
+}
+
 // DPL = dims per lane (head_dim ≤ 32 · DPL): registers for q and the accumulators scale with it, so a
 // head_dim of 64 or 128 does not pay for 256's.
 template <int ATT_HEADS, int DPL, typename KV>  // query heads per block, dims per lane, the cache's element type
@@ -144,52 +188,24 @@ __device__ __forceinline__ void attention_body(const float* q, const KV* cache_k
         }
     }
     __syncthreads();
-    for (u32 hh = 0; hh < nh; hh++) {
-        const u64 th = (u64)t * n_heads + h0 + hh;  // the (token, head) pair
-        float m = s_max[0][hh];
-        for (int w = 1; w < ATT_WARPS; w++) m = fmaxf(m, s_max[w][hh]);
-        float l = 0.0f;
-        for (int w = 0; w < ATT_WARPS; w++) l += s_sum[w][hh] * expf(s_max[w][hh] - m);
-        float* out = partial + (th * n_splits + split) * (2 + head_dim);
-        for (u32 d = threadIdx.x; d < head_dim; d += blockDim.x) {
-            float a = 0.0f;
-            for (int w = 0; w < ATT_WARPS; w++) a += s_acc[w][hh][d] * expf(s_max[w][hh] - m);
-            if (n_splits == 1) dst[th * head_dim + d] = l > 0.0f ? a / l : 0.0f;
-            else out[2 + d] = a;
-        }
-        if (n_splits > 1 && threadIdx.x == 0) {
-            out[0] = m;
-            out[1] = l;
-        }
-    }
-    if (n_splits == 1) return;
-    // The last split block of this (token, chunk) to finish merges all splits: every thread's
-    // partial writes are made visible device-wide before the block is counted.
-    __shared__ bool s_last;
-    __threadfence();
-    __syncthreads();
-    if (threadIdx.x == 0) s_last = atomicAdd(&done[grp], 1u) == n_splits - 1;
-    __syncthreads();
-    if (!s_last) return;
-    __threadfence();
-    if (threadIdx.x == 0) done[grp] = 0;  // zero again for the next launch (or graph replay)
-    for (u32 hh = 0; hh < nh; hh++) {
-        const u64 th = (u64)t * n_heads + h0 + hh;
-        combine_splits(partial + th * n_splits * (2 + head_dim), dst + th * head_dim, head_dim, n_splits);
-    }
+    finish_block<ATT_HEADS, DPL>(s_max, s_sum, s_acc, dst, partial, done, grp, t, h0, nh, n_heads, head_dim, split,
+                                 n_splits);
 }
 
-#define ATTENTION_ENTRY(NAME, HEADS, DPL, KV, MIN_BLOCKS)                                                       \
+// A flash-decoding entry, this file's or attention_batch.cu's (the same arguments, Layout above): every argument
+// passed on to BODY, a parenthesized body template such as (attention_body<4, 2, float>).
+#define SPLIT_ATTENTION_ENTRY(NAME, KV, MIN_BLOCKS, BODY)                                                       \
     extern "C" __global__ void __launch_bounds__(128, MIN_BLOCKS)                                               \
         NAME(const float* q, const KV* cache_k, const KV* cache_v, const u32* seq, const u32* pos,              \
              const u32* block_table, float* dst, float* partial, u32* done, u32 n_heads, u32 n_kv_heads,        \
              u32 head_dim, float scale, u32 block_size, u32 max_blocks, u32 n_splits, u32 n_seqs, u32 n_slots,  \
              u32 window) {                                                                                      \
         GRID_DEPENDENCY_WAIT();                                                                                  \
-        attention_body<HEADS, DPL, KV>(q, cache_k, cache_v, seq, pos, block_table, dst, partial, done, n_heads,  \
-                                       n_kv_heads, head_dim, scale, block_size, max_blocks, n_splits, n_seqs,   \
-                                       n_slots, window);                                                        \
+        BODY(q, cache_k, cache_v, seq, pos, block_table, dst, partial, done, n_heads, n_kv_heads, head_dim, scale, \
+             block_size, max_blocks, n_splits, n_seqs, n_slots, window);                                        \
     }
+#define ATTENTION_ENTRY(NAME, HEADS, DPL, KV, MIN_BLOCKS) \
+    SPLIT_ATTENTION_ENTRY(NAME, KV, MIN_BLOCKS, (attention_body<HEADS, DPL, KV>))
 // attention_<HD>: up to 4 heads per block; attention_h1_<HD>: one; HD ≥ head_dim (64, 128 or 256). At least 8 blocks
 // per SM (≤ 64 registers a thread) up to 128 dims: a warp waits on each key's shuffle-sum and softmax chain, so
 // resident warps, not loads in flight, set the pace (B = 32 / 64 on llama-8b +2%; 4 or 8 keys in flight per warp were

@@ -309,14 +309,16 @@ fn kv_suffix(kv: DType) -> &'static str {
 
 /// Cases that must fail with `Error::Unsupported` instead of running, by backend: a format that
 /// lands on one backend first lists its cases here, so the table checks the others refuse it
-/// cleanly. Today the f16 KV cache (the GPU backends', not the cpu's).
+/// cleanly. Today the f16 KV cache (the GPU backends', not the cpu's) and, on wgpu, attention of a
+/// head_dim that is not a multiple of 4 (its kernels read K/V rows as vec4s).
 pub fn unsupported_on(backend: &str, op: &Op) -> bool {
     let kv = match op {
         Op::KvWrite { kv, .. } | Op::CopySlots { kv, .. } => *kv,
         Op::Attention(a) => a.kv,
         _ => DType::F32,
     };
-    kv == DType::F16 && backend == "cpu"
+    let odd_head = matches!(op, Op::Attention(a) if !a.head_dim.is_multiple_of(4));
+    (kv == DType::F16 && backend == "cpu") || (odd_head && backend == "wgpu")
 }
 
 pub fn all() -> Vec<Case> {
@@ -503,13 +505,18 @@ pub fn all() -> Vec<Case> {
     // Mixed batches: prefill chunks beside decodes, tokens shuffled (wgpu tiled: tiles span sequences).
     cases.push(attn(&[100, 1, 65, 33, 500], &[40, 1, 1, 33, 1], (9, 3), 64, 16));
     cases.push(attn(&[70, 40, 300], &[3, 1, 2], (8, 2), 128, 8)); // speculative verify beside decode (split-K)
-    // Decode batches of 64+ sequences (cuda: flash-decoding as for any decode batch, never the tiled
-    // kernel): llama-8b's heads (g = 4), g = 6 (query heads in chunks of 4 + 2 per block) and g = 8.
+    // Decode batches of 64+ sequences (cuda: flash-decoding, never the tiled kernel; attention_batch from 128
+    // (token, KV head) pairs): llama-8b's heads (g = 4), g = 6 (query heads in chunks of 4 + 2 per block), a
+    // batch below attention_batch's threshold with g = 8, and a window.
     let lens = |n: usize| (0..n).map(|i| 1 + (i * 37) % 300).collect::<Vec<_>>();
     cases.push(attn(&lens(64), &[1; 64], (32, 8), 128, 16));
     cases.push(attn(&lens(130), &[1; 130], (12, 2), 64, 16));
     cases.push(attn(&lens(9), &[1; 9], (16, 2), 64, 16));
     cases.push(windowed(attn(&lens(96), &[1; 96], (8, 2), 128, 16), 100));
+    // cuda's attention_batch (decode batches of 128+ (token, KV head) pairs, head_dim ≤ 128): head_dim 96 (lanes
+    // past it idle, vector loads) and 66 (not a multiple of a lane's 4 dims: element loads), block size 5.
+    cases.push(attn(&lens(40), &[1; 40], (16, 4), 96, 16));
+    cases.push(attn(&lens(70), &[1; 70], (4, 2), 66, 5));
     // Sliding windows: blocks wholly before every batch token's window are u32::MAX in the table and
     // NaN in the cache (run.rs), so a kernel that reads one fails. Windows that are not multiples of the
     // block (16), wgpu's chunk (32) or cuda's key tile (64).
@@ -523,8 +530,10 @@ pub fn all() -> Vec<Case> {
     cases.push(windowed(attn(&[30], &[30], (2, 2), 32, 5), 100)); // a window longer than the sequence
     // f16 caches through every cuda entry: flash-decoding with 4 heads per block and with 1, and the tiled
     // kernel at head_dim 64, 128 and 256 (with a window and a mixed batch).
-    cases.push(f16(attn(&lens(64), &[1; 64], (32, 8), 128, 16))); // llama-8b decode batch (attention_128_f16)
+    cases.push(f16(attn(&lens(64), &[1; 64], (32, 8), 128, 16))); // llama-8b decode batch (attention_batch_128_f16)
     cases.push(f16(attn(&lens(40), &[1; 40], (8, 1), 256, 16))); // head_dim 256, 8 heads per KV head (attention_256_f16)
+    cases.push(f16(windowed(attn(&lens(48), &[1; 48], (9, 3), 64, 16), 40))); // attention_batch_64_f16, g = 3, window
+    cases.push(f16(attn(&lens(70), &[1; 70], (4, 2), 66, 5))); // attention_batch_128_f16, element loads
     cases.push(f16(attn(&[1, 65, 1000], &[1, 1, 1], (8, 2), 128, 16))); // few tokens (attention_h1_128_f16)
     cases.push(f16(attn(&[20, 45, 5], &[5, 4, 3], (4, 1), 32, 16))); // speculative verify, MQA
     cases.push(f16(attn(&[133], &[133], (9, 3), 64, 16))); // prefill (attention_prefill_64_f16)

@@ -1,12 +1,18 @@
-//! KV cache writes and paged attention on CUDA: `cuda/{kv_write,attention,attention_prefill,copy_slots}.cu`.
-//! Two attention kernels, chosen from the batch *shape* alone (n_tokens, `AttnBatch::decode`, head_dim,
-//! the device):
-//! - decode batches (one token per sequence, any size) and fewer than PREFILL_MIN_TOKENS tokens
-//!   (speculative verify, small batches): flash-decoding, each token's keys split over N_SPLITS blocks,
-//!   merged by the last of them to finish; a block serves up to ATT_HEADS query heads of one KV head,
-//!   which share its K/V loads (one head when that would leave SMs idle). The split count is a
-//!   constant and a head's arithmetic does not depend on its block's other heads, so a token's bits do
-//!   not depend on the batch or the block layout.
+//! KV cache writes and paged attention on CUDA:
+//! `cuda/{kv_write,attention,attention_batch,attention_prefill,copy_slots}.cu`.
+//! Three attention kernels, chosen from the batch *shape* alone (n_tokens, `AttnBatch::decode`, n_kv_heads,
+//! head_dim, the device):
+//! - decode batches of at least BATCH_MIN_PAIRS (token, KV head) pairs, head_dim ≤ 128: `attention_batch_<HD>`,
+//!   flash-decoding over BATCH_SPLITS blocks per token that score keys in chunks of 8 (one softmax step
+//!   and one transposing reduction per chunk, not per key). With many sequences the GPU is full without
+//!   many splits, and the per-key chain of the kernel below was what bounded a batched step.
+//! - other decode batches and fewer than PREFILL_MIN_TOKENS tokens (speculative verify, small batches):
+//!   `attention_<HD>`, flash-decoding, each token's keys split over N_SPLITS blocks, a key at a time;
+//!   a block serves up to ATT_HEADS query heads of one KV head, which share its K/V loads (one head when
+//!   that would leave SMs idle).
+//!   In both, the last split block to finish merges the splits, the split count is a constant and a
+//!   head's arithmetic does not depend on its block's other heads, so a token's bits do not depend on the
+//!   batch or the block layout as long as the same kernel runs it.
 //! - PREFILL_MIN_TOKENS or more otherwise (prefill chunks, mixed batches): `attention_prefill_<HD>`, a
 //!   block per 64 (token, query head) rows of one KV head, K/V tiles staged once in shared memory for all
 //!   of them. Flash-decoding rereads a sequence's whole prefix for every query token (O(n²·d) traffic);
@@ -18,7 +24,7 @@
 //!
 //! The choice never looks at seq or pos: a CUDA graph (graph.rs) captures a step's launches once per
 //! batch shape and replays them with new seq/pos, so launches may depend on the shape only (the runner
-//! keeps decode and mixed batches of one size apart); both kernels read seq/pos on the device. A token's
+//! keeps decode and mixed batches of one size apart); every kernel reads seq/pos on the device. A token's
 //! bits depend on which kernel ran it (cuda does not promise batch invariance; README).
 
 use cudarc::driver::{LaunchConfig, PushKernelArg, sys};
@@ -38,6 +44,11 @@ const ATT_HEADS: usize = 4;
 /// batch 1 (llama-8b: 8 KV heads × 16 splits = 128 blocks) leaves most SMs idle otherwise, and the
 /// K/V rows its heads would share are few (benches/notes/cuda.md, v12).
 const ATT_MIN_BLOCKS_PER_SM: usize = 4;
+/// Decode batches of at least this many (token, KV head) pairs run attention_batch (llama-8b: 17
+/// sequences; SmolLM2, 3 KV heads: 43): with fewer, its BATCH_SPLITS blocks per pair leave SMs idle.
+const BATCH_MIN_PAIRS: usize = 128;
+/// attention_batch's key splits per (token, head): chunk c of 8 keys goes to split c mod BATCH_SPLITS.
+const BATCH_SPLITS: usize = 4;
 /// Batches of at least this many tokens run attention_prefill. Decode batches are usually smaller,
 /// prefill chunks larger; below it the tiled kernel would have too few blocks to fill the GPU.
 const PREFILL_MIN_TOKENS: usize = 64;
@@ -102,7 +113,9 @@ pub fn attention(
     let tiled = if batch.decode { None } else { prefill_variant(cuda, n_tokens, head_dim, cache)? };
     match tiled {
         Some(variant) => attention_prefill(cuda, q, cache, batch, shape, variant, dst),
-        None => attention_split(cuda, q, cache, batch, shape, dst),
+        None => {
+            attention_split(cuda, q, cache, batch, shape, split_plan(cuda, q.rows, shape, cache, batch.decode), dst)
+        }
     }
 }
 
@@ -172,28 +185,40 @@ fn attention_prefill(
     Ok(())
 }
 
-/// Flash-decoding for few tokens: N_SPLITS blocks per (token, head), the last one merging them.
+/// A flash-decoding launch: the entry, its grid.x (blocks per split) and the split count.
+struct SplitPlan {
+    entry: &'static str,
+    groups: usize,
+    n_splits: usize,
+}
+
+/// Which flash-decoding kernel serves this batch shape (see the module doc).
+fn split_plan(cuda: &Cuda, n_tokens: usize, shape: &AttnShape, cache: &KvLayer<Cuda>, decode: bool) -> SplitPlan {
+    let AttnShape { n_heads, n_kv_heads, head_dim, .. } = *shape;
+    // A block per (token, chunk of up to ATT_HEADS query heads of one KV head): the chunk shares K/V loads.
+    let chunked = n_tokens * n_kv_heads * (n_heads / n_kv_heads).div_ceil(ATT_HEADS);
+    if let Some(entry) = batch_entry(cache, head_dim).filter(|_| decode && n_tokens * n_kv_heads >= BATCH_MIN_PAIRS) {
+        return SplitPlan { entry, groups: chunked, n_splits: BATCH_SPLITS };
+    }
+    // One head per block when chunks would leave the GPU idle.
+    let one_head = chunked * N_SPLITS < cuda.sm_count as usize * ATT_MIN_BLOCKS_PER_SM;
+    let groups = if one_head { n_tokens * n_heads } else { chunked };
+    SplitPlan { entry: split_entry(cache, head_dim, one_head), groups, n_splits: N_SPLITS }
+}
+
+/// Flash-decoding: n_splits blocks per (token, head), the last one merging them.
 fn attention_split(
     cuda: &Cuda,
     q: &Tensor<Cuda>,
     cache: &KvLayer<Cuda>,
     batch: &AttnBatch<Cuda>,
     shape: &AttnShape,
+    SplitPlan { entry: name, groups, n_splits }: SplitPlan,
     dst: &mut Tensor<Cuda>,
 ) -> Result<()> {
     let AttnShape { n_heads, n_kv_heads, head_dim, scale, .. } = *shape;
     let window = window_arg(shape);
     let pairs = q.rows * n_heads;
-    let n_splits = N_SPLITS;
-    // A block per (token, chunk of up to ATT_HEADS query heads of one KV head): the chunk shares K/V
-    // loads, unless so few blocks would leave the GPU idle.
-    let chunked = q.rows * n_kv_heads * (n_heads / n_kv_heads).div_ceil(ATT_HEADS);
-    let fill = cuda.sm_count as usize * ATT_MIN_BLOCKS_PER_SM;
-    let (name, groups) = if chunked * n_splits >= fill {
-        (split_entry(cache, head_dim, false), chunked)
-    } else {
-        (split_entry(cache, head_dim, true), pairs)
-    };
     let partial_bytes = if n_splits > 1 { pairs * n_splits * (2 + head_dim) * 4 } else { 0 };
     let mut scratch = cuda.scratch(&cuda.attn_scratch, partial_bytes)?;
     let partial = scratch.as_mut().expect("scratch allocated");
@@ -211,8 +236,9 @@ fn attention_split(
     l.arg(&batch.block_table.buf.dev).arg(&mut dst.buf.dev).arg(&mut *partial).arg(&mut *done);
     let (n_seqs, n_slots) = (u(batch.block_table.rows), u(cache.k.rows));
     l.arg(&nh).arg(&nkv).arg(&hd).arg(&scale).arg(&bs).arg(&mb).arg(&ns).arg(&n_seqs).arg(&n_slots).arg(&window);
-    // SAFETY: arguments match attention_<HD> and attention_h1_<HD> (or their _f16 twins, as the cache
-    // is) in cuda/attention.cu, HD ≥ head_dim (split_entry; ≤ 256 checked above); q, dst hold n_tokens · n_heads · head_dim floats,
+    // SAFETY: arguments match attention_<HD>, attention_h1_<HD> (cuda/attention.cu) and attention_batch_<HD>
+    // (cuda/attention_batch.cu), or their _f16 twins, as the cache is, HD ≥ head_dim (split_entry,
+    // batch_entry; ≤ 256 checked above); q, dst hold n_tokens · n_heads · head_dim floats,
     // seq/pos n_tokens u32, block_table n_seqs · max_blocks u32 (the model fills it with valid
     // blocks; check::attention rejected host-written bad indices, and the kernel still skips seq ≥ n_seqs
     // and slots ≥ n_slots), partial pairs · n_splits · (2 + head_dim) floats, done groups u32.
@@ -233,6 +259,18 @@ fn split_entry(cache: &KvLayer<Cuda>, head_dim: usize, one_head: bool) -> &'stat
         (_, true) => [ATTENTION_H1_256, ATTENTION_H1_256_F16],
     };
     by_cache(cache, f32s, f16s)
+}
+
+/// The attention_batch entry for this cache dtype and head width (64 or 128 ≥ head_dim), or None past
+/// 128 dims (attention_<HD> serves them).
+fn batch_entry(cache: &KvLayer<Cuda>, head_dim: usize) -> Option<&'static str> {
+    use entry::*;
+    let [f32s, f16s] = match head_dim {
+        0..=64 => [ATTENTION_BATCH_64, ATTENTION_BATCH_64_F16],
+        65..=128 => [ATTENTION_BATCH_128, ATTENTION_BATCH_128_F16],
+        _ => return None,
+    };
+    Some(by_cache(cache, f32s, f16s))
 }
 
 /// The kernels' window argument: keys per window, 0 for none (check::attention rejected Some(0)
@@ -260,7 +298,8 @@ pub fn copy_slots(cuda: &Cuda, cache: &mut KvLayer<Cuda>, src: usize, dst: usize
         let mut l = cuda.stream.launch_builder(&f);
         l.arg(&mut cache.k.buf.dev).arg(&mut cache.v.buf.dev).arg(&s).arg(&d).arg(&count);
         // SAFETY: arguments match cuda/copy_slots.cu (the entry of the cache's dtype; offsets in
-        // elements); both ranges lie inside n_slots · kv_dim elements (checked above) and one piece's source and destination do not overlap.
+        // elements); both ranges lie inside n_slots · kv_dim elements (checked above) and one piece's
+        // source and destination do not overlap.
         unsafe { l.launch(grid_1d(count, 256)?) }.map_err(driver)?;
     }
     Ok(())

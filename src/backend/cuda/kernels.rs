@@ -123,8 +123,7 @@ registry! {
     GatherRows: ["gather_rows.cu"] => { GATHER_ROWS = "gather_rows" }
     KvWrite: ["kv_write.cu"] => { KV_WRITE = "kv_write", KV_WRITE_F16 = "kv_write_f16" }
     CopySlots: ["copy_slots.cu"] => { COPY_SLOTS = "copy_slots", COPY_SLOTS_F16 = "copy_slots_f16" }
-    // attention.cu last: it names the module.
-    Attention: ["attention_prefill.cu", "attention.cu"] => {
+    Attention: ["attention_prefill.cu", "attention.cu", "attention_batch.cu"] => {
         ATTENTION_64 = "attention_64",
         ATTENTION_128 = "attention_128",
         ATTENTION_256 = "attention_256",
@@ -143,6 +142,10 @@ registry! {
         ATTENTION_PREFILL_64_F16 = "attention_prefill_64_f16",
         ATTENTION_PREFILL_128_F16 = "attention_prefill_128_f16",
         ATTENTION_PREFILL_256_F16 = "attention_prefill_256_f16",
+        ATTENTION_BATCH_64 = "attention_batch_64",
+        ATTENTION_BATCH_128 = "attention_batch_128",
+        ATTENTION_BATCH_64_F16 = "attention_batch_64_f16",
+        ATTENTION_BATCH_128_F16 = "attention_batch_128_f16",
     }
     Argmax: ["argmax.cu"] => { ARGMAX = "argmax" }
     TopK: ["top_k.cu"] => { TOP_K = "top_k" }
@@ -195,6 +198,7 @@ impl Module {
         match self {
             Module::Matmul(f) => format!("matmul_{}", f.name().to_lowercase()),
             Module::Embed(f) => format!("embed_{}", f.name().to_lowercase()),
+            Module::Attention => "attention".into(),
             other => self
                 .parts()
                 .last()

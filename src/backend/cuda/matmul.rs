@@ -38,19 +38,22 @@ const VEC_PAIR_BLOCKS_PER_SM: [u32; 3] = [8, 6, 0];
 const MMA_BM: u32 = 64;
 const MMA_BN: u32 = 128;
 const MMA_THREADS: u32 = 128;
-/// Split-K of matmul_mma for m ≤ MMA_SPLIT_MAX_M (batched decode): split k until the grid has about
-/// MMA_BLOCKS_PER_SM blocks per SM (32 decode rows give one tile row: 32 tiles for a 4096-row
-/// weight), each split at least MMA_MIN_SPLIT_BLOCKS 32-value blocks of k. Prefill (m 512) kept its
-/// grid and kernel (benches/notes/cuda.md, v11).
+/// Split-K of matmul_mma for m ≤ MMA_SPLIT_MAX_M (batched decode): the split count that finishes the
+/// tiles in the fewest waves of resident blocks per unit of work (`mma_splits`), at most MMA_MAX_SPLITS,
+/// each split at least MMA_MIN_SPLIT_BLOCKS 32-value blocks of k. Prefill (m 512) kept its grid and
+/// kernel (benches/notes/cuda.md, v11).
 const MMA_SPLIT_MAX_M: u32 = 256;
-const MMA_BLOCKS_PER_SM: u32 = 2;
 const MMA_MIN_SPLIT_BLOCKS: u32 = 8;
-/// m ≤ MMA32_MAX_M takes matmul_mma_split32: a 32-row tile, so a batch of 32
-/// fills its tile instead of half of one; split for about MMA32_BLOCKS_PER_SM blocks per SM (1, 3 and 4
-/// were slower at B = 32 and 64 on llama-8b; benches/notes/cuda.md, v12).
-const MMA32_MAX_M: u32 = 64;
+/// Blocks of matmul_mma_split / _split32 resident per SM: 128 threads at ≤ 168 registers (ptxas: 168
+/// and 133 on sm_90) fit 3 in 64 Ki registers.
+const MMA_RESIDENT_PER_SM: u32 = 3;
+/// Each split adds an m × n f32 partial to write and read back: 8 and 16 as the cap were slower than 4
+/// at B = 32 and 64 on llama-8b, though they fill the waves better (benches/notes/cuda.md, v25).
+const MMA_MAX_SPLITS: u32 = 4;
+/// m ≤ MMA32_BM takes the 32-row tile (matmul_mma_split32, or matmul_mma32 unsplit), so a batch of 32
+/// fills its tile instead of half of one; 33–64 rows run the 64-row tile (the 32-row one twice over was
+/// slower at B = 64 once splits were chosen by waves: v25).
 const MMA32_BM: u32 = 32;
-const MMA32_BLOCKS_PER_SM: u32 = 2;
 
 /// Profile row of one call: path, format, shape; bytes = the weight, read once.
 pub fn label(x: &Tensor<Cuda>, w: &Weight<Cuda>) -> (String, u64) {
@@ -386,37 +389,45 @@ fn matmul_mma_parts(cuda: &Cuda, x: &Tensor<Cuda>, parts: &mut [Part]) -> Result
 }
 
 /// matmul_mma's launch for an m × n × k product: (entry, (tiles along n, along m, splits of k)); the
-/// entry fixes the tile rows. Batches up to MMA32_MAX_M rows that split k take the 32-row tile, and so do
-/// up to 32 rows whose tiles fill the GPU unsplit (a vocabulary matrix); m ≤ MMA_SPLIT_MAX_M otherwise the
-/// 64-row one split, larger m (prefill) the unsplit kernel. The shape and the device only.
+/// entry fixes the tile rows. Up to MMA32_BM rows take the 32-row tile, split or not (a vocabulary
+/// matrix fills the GPU unsplit), m ≤ MMA_SPLIT_MAX_M otherwise the 64-row one split, larger m (prefill)
+/// the unsplit kernel. The shape and the device only.
 fn mma_plan(sm_count: u32, m: u32, n: u32, k: u32) -> (&'static str, (u32, u32, u32)) {
     let nb = k / Q8_BLOCK as u32;
-    let grid = |bm: u32, per_sm: u32| {
+    let slots = sm_count * MMA_RESIDENT_PER_SM;
+    let grid = |bm: u32| {
         let (tiles_n, tiles_m) = (n.div_ceil(MMA_BN), m.div_ceil(bm));
         let split = m <= MMA_SPLIT_MAX_M;
-        (tiles_n, tiles_m, if split { mma_splits(sm_count * per_sm, tiles_n * tiles_m, nb) } else { 1 })
+        (tiles_n, tiles_m, if split { mma_splits(slots, tiles_n * tiles_m, nb) } else { 1 })
     };
-    if m <= MMA32_MAX_M {
-        let g = grid(MMA32_BM, MMA32_BLOCKS_PER_SM);
-        if g.2 > 1 {
-            return (entry::MATMUL_MMA_SPLIT32, g);
-        }
-        if m <= MMA32_BM {
-            return (entry::MATMUL_MMA32, g);
-        }
+    if m <= MMA32_BM {
+        let g = grid(MMA32_BM);
+        return (if g.2 > 1 { entry::MATMUL_MMA_SPLIT32 } else { entry::MATMUL_MMA32 }, g);
     }
-    let g = grid(MMA_BM, MMA_BLOCKS_PER_SM);
+    let g = grid(MMA_BM);
     (if g.2 > 1 { entry::MATMUL_MMA_SPLIT } else { entry::MATMUL_MMA }, g)
 }
 
-/// Splits of k for matmul_mma's `tiles` output tiles over `nb` 32-value blocks: enough for about
-/// `blocks` blocks on the GPU, at least MMA_MIN_SPLIT_BLOCKS blocks each, and none empty (the
-/// kernel gives split z blocks [z · per, (z + 1) · per) with per = ceil(nb / splits)). Depends on
+/// Splits of k for matmul_mma's `tiles` output tiles over `nb` 32-value blocks with `slots` blocks
+/// resident on the GPU: of the counts up to MMA_MAX_SPLITS (and nb / MMA_MIN_SPLIT_BLOCKS), the one
+/// whose grid takes the fewest waves per unit of work, ceil(tiles · s / slots) / s (ties: fewer
+/// splits). A split is latency-bound, so a last wave a quarter full costs about a full one: 224 tiles on
+/// 396 slots take 2 waves at 1 or 2 splits and at 3, which do a third of the work each. None is empty
+/// (the kernel gives split z blocks [z · per, (z + 1) · per) with per = ceil(nb / splits)). Depends on
 /// the shape and the device only, as a graph replay needs.
-pub(super) fn mma_splits(blocks: u32, tiles: u32, nb: u32) -> u32 {
-    let wanted = blocks.div_ceil(tiles.max(1));
-    let splits = wanted.min(nb / MMA_MIN_SPLIT_BLOCKS).max(1);
-    nb.div_ceil(nb.div_ceil(splits).max(1)).max(1)
+pub(super) fn mma_splits(slots: u32, tiles: u32, nb: u32) -> u32 {
+    let (tiles, slots) = (tiles.max(1) as u64, slots.max(1) as u64);
+    let waves = |s: u64| (tiles * s).div_ceil(slots);
+    let most = (nb / MMA_MIN_SPLIT_BLOCKS).clamp(1, MMA_MAX_SPLITS);
+    let mut best = 1u64;
+    for s in 2..=most as u64 {
+        let s = (nb as u64).div_ceil((nb as u64).div_ceil(s)); // no empty split
+        // waves(s) / s < waves(best) / best, in integers
+        if waves(s) * best < waves(best) * s {
+            best = s;
+        }
+    }
+    best as u32
 }
 
 /// m > 8 with float weights: the f32 SIMT tile (also the readable reference of the tiled GEMM).
