@@ -33,6 +33,19 @@ __device__ void combine_splits(const float* base, float* out, u32 head_dim, u32 
     }
 }
 
+// What a flash-decoding block serves: grid.x is (token t, KV head, chunk of up to HEADS of its g query heads), grid.y
+// the split; h0 is the block's first query head, nh how many it has (≤ HEADS).
+struct SplitBlock {
+    u32 grp, t, split, kv_head, h0, nh;
+};
+template <int HEADS>
+__device__ __forceinline__ SplitBlock split_block(u32 n_heads, u32 n_kv_heads) {
+    const u32 g = n_heads / n_kv_heads, n_chunks = (g + HEADS - 1) / HEADS, grp = blockIdx.x;
+    const u32 kv_head = grp / n_chunks % n_kv_heads, chunk = grp % n_chunks;
+    return {grp, grp / (n_kv_heads * n_chunks), blockIdx.y, kv_head, kv_head * g + chunk * HEADS,
+            min((u32)HEADS, g - chunk * HEADS)};
+}
+
 // The cache row of key j (block table lookup), or none: past the table or outside the cache.
 __device__ __forceinline__ bool key_slot(const u32* table, u32 j, u32 block_size, u32 max_blocks, u32 n_slots,
                                          u64& slot) {
@@ -131,11 +144,8 @@ __device__ __forceinline__ void attention_body(const float* q, const KV* cache_k
                                                u32 n_splits, u32 n_seqs, u32 n_slots, u32 window) {
     __shared__ float s_max[ATT_WARPS][ATT_HEADS], s_sum[ATT_WARPS][ATT_HEADS];
     __shared__ float s_acc[ATT_WARPS][ATT_HEADS][32 * DPL];
-    const u32 g = n_heads / n_kv_heads, n_chunks = (g + ATT_HEADS - 1) / ATT_HEADS;
-    const u32 grp = blockIdx.x, t = grp / (n_kv_heads * n_chunks), split = blockIdx.y;
-    const u32 kv_head = grp / n_chunks % n_kv_heads, chunk = grp % n_chunks;
-    const u32 h0 = kv_head * g + chunk * ATT_HEADS;  // this block's first query head
-    const u32 nh = min(ATT_HEADS, g - chunk * ATT_HEADS), kv_dim = n_kv_heads * head_dim;
+    const auto [grp, t, split, kv_head, h0, nh] = split_block<ATT_HEADS>(n_heads, n_kv_heads);
+    const u32 kv_dim = n_kv_heads * head_dim;
     const u32 lane = threadIdx.x & 31, warp = threadIdx.x >> 5;
     const u32 sq = seq[t];
     const u32* table = block_table + (u64)(sq < n_seqs ? sq : 0) * max_blocks;

@@ -120,8 +120,8 @@ __device__ __forceinline__ void load_rows(const KV* cache, const u32 (&slot)[AB_
                                           u64 head_off, u32 d0, u32 head_dim, bool vec, Dims<DPL, KV> (&r)[AB_KEYS]) {
 #pragma unroll
     for (int k = 0; k < AB_KEYS; k++) {
-        const bool ok = (valid >> k) & 1;
-        load_dims<DPL>(cache + (u64)slot[k] * kv_dim + head_off, d0, ok ? head_dim : 0, vec && ok, r[k]);
+        const u32 n = (valid >> k) & 1 ? head_dim : 0;  // an unattended row: no dims, nothing read
+        load_dims<DPL>(cache + (u64)slot[k] * kv_dim + head_off, d0, n, vec, r[k]);
     }
 }
 
@@ -136,11 +136,8 @@ __device__ __forceinline__ void attention_batch_body(const float* q, const KV* c
     __shared__ float s_acc[ATT_WARPS][AB_HEADS][32 * DPL];
     // A chunk's probabilities, pair = key · 4 + head, read back as one float4 per key.
     __shared__ __align__(16) float s_p[ATT_WARPS][AB_KEYS * AB_HEADS];
-    const u32 g = n_heads / n_kv_heads, n_chunks = (g + AB_HEADS - 1) / AB_HEADS;
-    const u32 grp = blockIdx.x, t = grp / (n_kv_heads * n_chunks), split = blockIdx.y;
-    const u32 kv_head = grp / n_chunks % n_kv_heads, chunk = grp % n_chunks;
-    const u32 h0 = kv_head * g + chunk * AB_HEADS;
-    const u32 nh = min(AB_HEADS, g - chunk * AB_HEADS), kv_dim = n_kv_heads * head_dim;
+    const auto [grp, t, split, kv_head, h0, nh] = split_block<AB_HEADS>(n_heads, n_kv_heads);
+    const u32 kv_dim = n_kv_heads * head_dim;
     const u32 lane = threadIdx.x & 31, warp = threadIdx.x >> 5, d0 = DPL * lane, my_head = lane % AB_HEADS;
     const u32 sq = seq[t];
     const u32* table = block_table + (u64)(sq < n_seqs ? sq : 0) * max_blocks;
