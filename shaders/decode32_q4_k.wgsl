@@ -7,6 +7,8 @@
 
 const HAS_MIN: bool = true;
 const HALVES: bool = false;
+// The int8 GEMV's values: byte + INT_OFF (gemv_xq8.wgsl).
+const INT_OFF: f32 = 0.0;
 
 struct Raw { q: vec4<u32>, d: f32, m: f32, d2: f32, m2: f32 }
 
@@ -23,4 +25,8 @@ fn vals(r: Raw) -> Blk {
                vec4<f32>(nib4(r.q.z, 0u)), vec4<f32>(nib4(r.q.w, 0u)),
                vec4<f32>(nib4(r.q.x, 4u)), vec4<f32>(nib4(r.q.y, 4u)),
                vec4<f32>(nib4(r.q.z, 4u)), vec4<f32>(nib4(r.q.w, 4u)));
+}
+
+fn ints(r: Raw) -> Ints {
+    return nibble_ints(r.q);
 }

@@ -5,6 +5,8 @@
 
 const HAS_MIN: bool = false;
 const HALVES: bool = false;
+// The int8 GEMV's values: byte + INT_OFF (gemv_xq8.wgsl).
+const INT_OFF: f32 = -16.0;
 
 struct Raw { q: vec4<u32>, h: u32, d: f32, m: f32, d2: f32, m2: f32 }
 
@@ -23,4 +25,8 @@ fn vals(r: Raw) -> Blk {
                vec4<f32>(nib4(r.q.z, 0u) | hi4(r.h, 8u)) - o, vec4<f32>(nib4(r.q.w, 0u) | hi4(r.h, 12u)) - o,
                vec4<f32>(nib4(r.q.x, 4u) | hi4(r.h, 16u)) - o, vec4<f32>(nib4(r.q.y, 4u) | hi4(r.h, 20u)) - o,
                vec4<f32>(nib4(r.q.z, 4u) | hi4(r.h, 24u)) - o, vec4<f32>(nib4(r.q.w, 4u) | hi4(r.h, 28u)) - o);
+}
+
+fn ints(r: Raw) -> Ints {
+    return five_bit_ints(r.q, r.h);
 }

@@ -7,6 +7,8 @@
 
 const HAS_MIN: bool = true;
 const HALVES: bool = false;
+// The int8 GEMV's values: byte + INT_OFF (gemv_xq8.wgsl).
+const INT_OFF: f32 = 0.0;
 
 struct Raw { q: vec4<u32>, h: u32, d: f32, m: f32, d2: f32, m2: f32 }
 
@@ -26,4 +28,8 @@ fn q5k4(q: u32, shift: u32, h: u32, j: u32) -> vec4<f32> {
 fn vals(r: Raw) -> Blk {
     return Blk(q5k4(r.q.x, 0u, r.h, 0u), q5k4(r.q.y, 0u, r.h, 4u), q5k4(r.q.z, 0u, r.h, 8u), q5k4(r.q.w, 0u, r.h, 12u),
                q5k4(r.q.x, 4u, r.h, 16u), q5k4(r.q.y, 4u, r.h, 20u), q5k4(r.q.z, 4u, r.h, 24u), q5k4(r.q.w, 4u, r.h, 28u));
+}
+
+fn ints(r: Raw) -> Ints {
+    return five_bit_ints(r.q, r.h);
 }

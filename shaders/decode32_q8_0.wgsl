@@ -5,6 +5,8 @@
 
 const HAS_MIN: bool = false;
 const HALVES: bool = false;
+// The int8 GEMV's values: byte + INT_OFF (gemv_xq8.wgsl).
+const INT_OFF: f32 = 0.0;
 
 struct Raw { q: vec4<u32>, q2: vec4<u32>, d: f32, m: f32, d2: f32, m2: f32 }
 
@@ -15,4 +17,8 @@ fn raw(info: WeightInfo, blk: u32) -> Raw {
 fn vals(r: Raw) -> Blk {
     return Blk(sbyte4(r.q.x), sbyte4(r.q.y), sbyte4(r.q.z), sbyte4(r.q.w),
                sbyte4(r.q2.x), sbyte4(r.q2.y), sbyte4(r.q2.z), sbyte4(r.q2.w));
+}
+
+fn ints(r: Raw) -> Ints {
+    return Ints(r.q, r.q2);
 }

@@ -1,6 +1,7 @@
 // gemv        the quantized GEMV of matmul_vec, matmul_vec_parts and matmul_vec_silu: dst[i, j] = Σ_k x[i, k] · w[j, k], whole
 //             blocks per lane, 4 weight rows per team; the entry point binds w (`wload`), x (`xload`) and dst (`put`)
-// Layout      x: [m, k] f32 read as vec4; w: repacked blocks read as vec4<u32> (decode32_<format>.wgsl);
+// Layout      x: [m, k] f32 read as vec4, or with int8 activations quantize_q8.wgsl's blocks (gemv_xq8.wgsl); w: repacked
+//             blocks read as vec4<u32> (decode32_<format>.wgsl);
 //             dst: [m, ldd] f32, columns col0 .. col0 + n (w: n rows, one part of the weight); k is a multiple of
 //             32 (whole blocks)
 // Launch      per weight, grid (ceil(n / (4·TEAMS)), ceil(m / MB)); WG threads = TEAMS teams of TPR lanes; a team owns
@@ -8,15 +9,16 @@
 //             loading UNROLL of its blocks (4 rows each) before computing on them, so that many loads
 //             are in flight per lane (k = 4096 gives a lane only 4 blocks a row); TPR = 1 (CPU adapters)
 //             takes the x rows one after another, all blocks each
-//             STAGE_X (m = 1): x goes through workgroup memory, XCB blocks at a time (gemv_staged)
-// Numerics    per (row, x-row, block): acc = block_fma(d, v, x, acc) (dot32_f32.wgsl, f32 on every adapter)
-//             [+ fma(m, Σx, acc)] over the lane's blocks, then row_sum4 over the team: the same
-//             order for every m, MB and UNROLL (bit-identical batches)
+//             STAGE_X (m = 1, f32 x): x goes through workgroup memory, XCB blocks at a time (gemv_staged)
+// Numerics    per (row, x-row, block): `block_acc` (gemv_x32.wgsl: acc = block_fma(d, v, x, acc) of dot32_f32.wgsl, f32
+//             on every adapter [+ fma(m, Σx, acc)]; or gemv_xq8.wgsl's integer dot products) over the lane's
+//             blocks, then row_sum4 over the team: the same order for every m, MB and UNROLL (bit-identical batches)
 //
 // The decoder (decode32_<format>.wgsl) gives each 32-value block as `raw` (its loads: `Raw` with
 // at least d, m, d2, m2) and `vals` (its values v, small integers), the block being d·v [+ m]:
 // HAS_MIN adds m·Σx over the block. HALVES (Q2_K, Q3_K, Q6_K: 16-value sub-blocks) gives values
 // 0..15 d and m, values 16..31 d2 and m2: each half's dot and Σx is scaled by its own (block_fma2).
+// A decoder may also give the values as packed bytes (`ints`, with INT_OFF), for the int8 GEMV.
 
 const TEAMS: u32 = WG / TPR;
 const ROWS: u32 = TEAMS * 4u;
@@ -57,11 +59,32 @@ fn sbyte4(q: u32) -> vec4<f32> {
     return vec4<f32>(v);
 }
 
-// x[i, 32b .. 32b+31].
-fn xblock(i: u32, b: u32) -> Blk {
-    let at = i * (info.k >> 2u) + b * 8u;
-    return Blk(xload(at), xload(at + 1u), xload(at + 2u), xload(at + 3u), xload(at + 4u), xload(at + 5u), xload(at + 6u),
-               xload(at + 7u));
+// A block's 32 values as packed signed bytes for the int8 GEMV (gemv_xq8.wgsl): values 4t .. 4t+3 in word t of
+// a, values 16 + 4t .. in word t of b. A decoder that has `ints` gives them with INT_OFF: value = byte + INT_OFF.
+struct Ints { a: vec4<u32>, b: vec4<u32> }
+
+// The low and high nibbles of four words as bytes (values 0 .. 15): Q4_0's quads, low nibbles first.
+fn nibble_ints(q: vec4<u32>) -> Ints {
+    return Ints(q & vec4<u32>(0x0f0f0f0fu), (q >> vec4<u32>(4u)) & vec4<u32>(0x0f0f0f0fu));
+}
+
+// Bits j .. j+3 of h, each moved to bit 4 of its own byte (the fifth bits of values j .. j+3).
+fn fifth4(h: u32, j: u32) -> u32 {
+    let t = (h >> j) & 0xfu;
+    return ((t & 1u) << 4u) | ((t & 2u) << 11u) | ((t & 4u) << 18u) | ((t & 8u) << 25u);
+}
+
+// nibble_ints with the fifth bit of every value from h (bit j: value j).
+fn five_bit_ints(q: vec4<u32>, h: u32) -> Ints {
+    let n = nibble_ints(q);
+    return Ints(n.a | vec4<u32>(fifth4(h, 0u), fifth4(h, 4u), fifth4(h, 8u), fifth4(h, 12u)),
+                n.b | vec4<u32>(fifth4(h, 16u), fifth4(h, 20u), fifth4(h, 24u), fifth4(h, 28u)));
+}
+
+// vec4 `at` of f32 x (the entry point's `xload` gives vec4<f32>, or vec4<u32> with int8 activations, whose
+// kernels never call this).
+fn xf(at: u32) -> vec4<f32> {
+    return bitcast<vec4<f32>>(xload(at));
 }
 
 // Σ b over a block (for formats with a minimum).
@@ -83,11 +106,6 @@ struct Raw4 { r0: Raw, r1: Raw, r2: Raw, r3: Raw }
 fn load4(rows: vec4<u32>, b: u32) -> Raw4 {
     return Raw4(raw(info, rows.x + b), raw(info, rows.y + b), raw(info, rows.z + b),
                 raw(info, rows.w + b));
-}
-
-// Block b of four weight rows (loaded) against row i of x, added to acc.
-fn block_acc(w: Raw4, b: u32, i: u32, acc: vec4<f32>) -> vec4<f32> {
-    return block_acc_x(w, xblock(i, b), acc);
 }
 
 // Four weight rows' block (loaded) against the matching 32 values of x, added to acc.
@@ -221,7 +239,7 @@ fn gemv_staged(rows: vec4<u32>, row: u32, n: u32, i: u32, lane: u32) {
         let w1 = load4(rows, min(b1, blocks - 1u));
         workgroupBarrier(); // the previous chunk is consumed
         for (var e = lane; e < nb * 8u; e += WG) {
-            xs[(e >> 3u) * 9u + (e & 7u)] = xload(xrow + c0 * 8u + e);
+            xs[(e >> 3u) * 9u + (e & 7u)] = xf(xrow + c0 * 8u + e);
         }
         workgroupBarrier();
         if (b0 < blocks) {

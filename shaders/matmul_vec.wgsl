@@ -1,5 +1,6 @@
 // matmul_vec  dst[i, j] = Σ_k x[i, k] · w[j, k] for one quantized weight part (the GEMV of gemv.wgsl)
-// Layout      x: [m, k] f32; w: the part's repacked blocks; dst: [m, ldd] f32, columns col0 .. col0 + n
+// Layout      x: [m, k] f32 (or its int8 blocks, XT = vec4<u32>:
+//             gemv_xq8.wgsl); w: the part's repacked blocks; dst: [m, ldd] f32, columns col0 .. col0 + n
 // Launch      grid (ceil(n / (4·TEAMS)), ceil(m / MB)); WG threads
 // Numerics    gemv.wgsl's
 
@@ -8,14 +9,14 @@ struct Params { info: WeightInfo, m: u32, n: u32, col0: u32, ldd: u32 }
 
 @group(0) @binding(0) var<uniform> params: Params;
 @group(0) @binding(1) var<storage, read> w: array<vec4<u32>>;
-@group(0) @binding(2) var<storage, read> x: array<vec4<f32>>;
+@group(0) @binding(2) var<storage, read> x: array<XT>;
 @group(0) @binding(3) var<storage, read_write> dst: array<f32>;
 
 fn wload(i: u32) -> vec4<u32> {
     return w[i];
 }
 
-fn xload(at: u32) -> vec4<f32> {
+fn xload(at: u32) -> XT {
     return x[at];
 }
 

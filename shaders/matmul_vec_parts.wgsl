@@ -1,5 +1,6 @@
 // matmul_vec_parts  dst_p = x · w_pᵀ for PARTS (2 or 3) quantized weights of one format sharing x (q, k, v; gate, up)
-// Layout            x: [m, k] f32; w0..w2: whole weights (one part each); d0..d2: [m, n_p] f32 (PARTS = 2: w2, d2 unused)
+// Layout            x: [m, k] f32 (or its int8 blocks, XT = vec4<u32>:
+//                   gemv_xq8.wgsl); w0..w2: whole weights (one part each); d0..d2: [m, n_p] f32 (PARTS = 2: w2, d2 unused)
 // Launch            one grid: part 0's workgroups (gemv.wgsl's grid for it), then part 1's from start.x, part 2's from start.y
 // Numerics          gemv.wgsl's for each part: bit for bit the separate matmul_vec dispatches
 
@@ -10,7 +11,7 @@ struct Params { info0: WeightInfo, info1: WeightInfo, info2: WeightInfo, n: vec4
 @group(0) @binding(1) var<storage, read> w0: array<vec4<u32>>;
 @group(0) @binding(2) var<storage, read> w1: array<vec4<u32>>;
 @group(0) @binding(3) var<storage, read> w2: array<vec4<u32>>;
-@group(0) @binding(4) var<storage, read> x: array<vec4<f32>>;
+@group(0) @binding(4) var<storage, read> x: array<XT>;
 @group(0) @binding(5) var<storage, read_write> d0: array<f32>;
 @group(0) @binding(6) var<storage, read_write> d1: array<f32>;
 @group(0) @binding(7) var<storage, read_write> d2: array<f32>;
@@ -26,7 +27,7 @@ fn wload(i: u32) -> vec4<u32> {
     }
 }
 
-fn xload(at: u32) -> vec4<f32> {
+fn xload(at: u32) -> XT {
     return x[at];
 }
 

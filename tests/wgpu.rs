@@ -99,12 +99,16 @@ fn check_matmul_and_embed(be: &Wgpu) {
                 let mut got = vec![0.0; m * n];
                 be.read_f32(&dst, &mut got).unwrap();
                 let rel = if format.is_quantized() { f16_rel(m) } else { 0.0 };
+                let int8 = be.uses_int8_gemv(format, m, k, n);
                 let worst = (0..m * n)
                     .map(|o| {
                         let (i, j) = (o / n, o % n);
                         let term = |c: usize| x_host[i * k + c] as f64 * w_host[j * k + c] as f64;
                         let want: f64 = (0..k).map(term).sum();
-                        let bound = 1e-4 * (k as f64).sqrt() + rel * (0..k).map(|c| term(c).abs()).sum::<f64>();
+                        let mut bound = 1e-4 * (k as f64).sqrt() + rel * (0..k).map(|c| term(c).abs()).sum::<f64>();
+                        if int8 {
+                            bound += int8_error(&x_host[i * k..(i + 1) * k], &w_host[j * k..(j + 1) * k]);
+                        }
                         (got[o] as f64 - want).abs() / bound
                     })
                     .fold(0.0, f64::max);
@@ -129,6 +133,17 @@ fn check_matmul_and_embed(be: &Wgpu) {
         }
     }
     assert!(failures.is_empty(), "{}", failures.join("\n"));
+}
+
+/// The most int8 blocks of x can move a dot product: each value rounds to within half a step
+/// (max|x| of its 32-value block / 127) of itself, times |w|.
+fn int8_error(x: &[f32], w: &[f32]) -> f64 {
+    let block = |b: usize| {
+        let xs = &x[32 * b..32 * b + 32];
+        let half_step = xs.iter().fold(0.0f64, |a, v| a.max(v.abs() as f64)) / 127.0 / 2.0;
+        half_step * w[32 * b..32 * b + 32].iter().map(|v| v.abs() as f64).sum::<f64>()
+    };
+    (0..x.len() / 32).map(block).sum()
 }
 
 #[test]
@@ -156,7 +171,9 @@ fn ci() -> bool {
 fn matmul_and_embed_every_format_teams() {
     // Under CI=true (lavapipe on 2 cores, where each variant is a pipeline compile) the subgroup
     // teams only; both kinds of team on demand (README: tests).
-    let kinds: &[Options] = if ci() { &[Options::default()] } else { &[Options::default(), Options::fallbacks()] };
+    let int8 = Options::default().with_int8_gemv();
+    let kinds: &[Options] =
+        if ci() { &[Options::default(), int8] } else { &[Options::default(), int8, Options::fallbacks()] };
     for &options in kinds {
         if let Some(be) = backend(Options { disable_solo: true, ..options }) {
             check_matmul_and_embed(&be);
@@ -174,12 +191,18 @@ fn matmul_and_embed_every_format_teams() {
 fn gemv_unroll_keeps_the_bits() {
     let mut rng = Rng(23);
     let n = 67;
+    let int8 = Options::default().with_int8_gemv();
     let runs = [
         (Options::default(), &[Format::Q4_0, Format::Q4_1, Format::Q8_0, Format::Q6_K][..]),
+        (int8, &[Format::Q4_0, Format::Q5_1, Format::Q4_K][..]),
         (Options::fallbacks(), &[Format::Q4_0][..]),
     ];
-    // Under CI=true one block format and one k-quant in subgroup teams (as above).
-    let runs = if ci() { vec![(Options::default(), &[Format::Q4_0, Format::Q6_K][..])] } else { runs.to_vec() };
+    // Under CI=true one block format and one k-quant in subgroup teams (as above), and one on int8 x.
+    let runs = if ci() {
+        vec![(Options::default(), &[Format::Q4_0, Format::Q6_K][..]), (int8, &[Format::Q4_1][..])]
+    } else {
+        runs.to_vec()
+    };
     for (base, formats) in runs {
         let kinds = [(1, false), (2, false), (4, false), (2, true)]; // (unroll, staged x at m = 1)
         let backends: Vec<Wgpu> = kinds

@@ -218,7 +218,7 @@ pub fn check_family<B: Backend + 'static>(backend: &B, family: Family) {
                 };
             }
             let result = result.map_err(|err| format!("backend error: {err}"));
-            let tolerance = cases::tolerance_on(tolerance_name(backend), f16, case);
+            let tolerance = cases::tolerance_on(tolerance_name(backend, &case.op), f16, case);
             let checked = result.and_then(|(expected, actual)| compare(tolerance, &expected, &actual));
             checked.err().map(|err| format!("{name} [{}]: {err}", case.why))
         })
@@ -232,11 +232,19 @@ pub fn check_family<B: Backend + 'static>(backend: &B, family: Family) {
     );
 }
 
-/// Whether `backend` is a wgpu backend computing in f16 (its op tolerances differ).
-/// The name tolerance_on knows the backend by: the CPU's int8 path is `cpu_int8`, its AMX path
-/// `cpu_amx` (or `cpu_int8` where AMX is off and that mode runs as int8).
-fn tolerance_name<B: Backend + 'static>(backend: &B) -> &'static str {
+/// The name tolerance_on knows the backend by for `op`: the CPU's int8 path is `cpu_int8`, its AMX
+/// path `cpu_amx` (or `cpu_int8` where AMX is off and that mode runs as int8); wgpu is `wgpu_int8`
+/// for a matmul it runs on int8 activations.
+fn tolerance_name<B: Backend + 'static>(backend: &B, op: &cases::Op) -> &'static str {
     use ultra::backend::cpu::{Activations, amx_runs};
+    #[cfg(feature = "wgpu")]
+    if let (Some(w), cases::Op::Matmul { format, m, k, n } | cases::Op::SiluMulMatmul { format, m, k, n }) =
+        ((backend as &dyn std::any::Any).downcast_ref::<ultra::Wgpu>(), op)
+        && w.uses_int8_gemv(*format, *m, *k, *n)
+    {
+        return "wgpu_int8";
+    }
+    let _ = op;
     match (backend as &dyn std::any::Any).downcast_ref::<ultra::Cpu>().map(|cpu| cpu.activations()) {
         Some(Activations::Amx) if amx_runs() => "cpu_amx",
         Some(Activations::Int8 | Activations::Amx) => "cpu_int8",

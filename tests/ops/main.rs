@@ -134,12 +134,14 @@ op_suite!(cpu_amx: ultra::Cpu => crate::harness::or_skip("AMX", "ULTRA_REQUIRE_A
 // wgpu keeps batch invariance only with Options::batch_invariant (ULTRA_WGPU_BATCH_INVARIANT=1):
 // 70 rows cover the m ≥ 32 range that otherwise runs the tiled matmul. This suite keeps
 // cooperative matrices off, so the tiled GEMM is checked on every adapter (wgpu_coop checks them),
-// and turns the opt-in silu fusion on, so that its kernel (matmul_vec_silu) is checked too.
+// runs the GEMV on int8 activations (the GPU default; a CPU adapter's would be f32, which
+// wgpu_fallbacks checks) and turns the opt-in silu fusion on, so that its kernel (matmul_vec_silu,
+// for the formats without int8 values) is checked too.
 #[cfg(feature = "wgpu")]
-op_suite!(wgpu: ultra::Wgpu => crate::harness::or_skip("wgpu", "ULTRA_REQUIRE_WGPU", ultra::Wgpu::with_options(ultra::backend::wgpu::Options::from_env().without_coopmat().with_silu_fusion())),
-    invariance: crate::harness::or_skip("wgpu", "ULTRA_REQUIRE_WGPU", ultra::Wgpu::with_options(ultra::backend::wgpu::Options::from_env().without_coopmat().with_silu_fusion().invariant())),
+op_suite!(wgpu: ultra::Wgpu => crate::harness::or_skip("wgpu", "ULTRA_REQUIRE_WGPU", ultra::Wgpu::with_options(ultra::backend::wgpu::Options::from_env().without_coopmat().with_int8_gemv().with_silu_fusion())),
+    invariance: crate::harness::or_skip("wgpu", "ULTRA_REQUIRE_WGPU", ultra::Wgpu::with_options(ultra::backend::wgpu::Options::from_env().without_coopmat().with_int8_gemv().with_silu_fusion().invariant())),
     matmul_rows: 70, attn_tokens: usize::MAX);
-// The fallback kernels (no subgroups, no f16), as `ULTRA_WGPU_DISABLE=subgroups,f16` selects.
+// The fallback kernels (no subgroups, no f16, f32 GEMVs), as `ULTRA_WGPU_DISABLE=subgroups,f16 ULTRA_WGPU_INT8=0` select.
 #[cfg(feature = "wgpu")]
 op_suite!(wgpu_fallbacks: ultra::Wgpu => crate::harness::or_skip("wgpu", "ULTRA_REQUIRE_WGPU", ultra::Wgpu::with_options(ultra::backend::wgpu::Options::fallbacks())),
     invariance: crate::harness::or_skip("wgpu", "ULTRA_REQUIRE_WGPU", ultra::Wgpu::with_options(ultra::backend::wgpu::Options::fallbacks().invariant())),

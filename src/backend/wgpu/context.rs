@@ -24,6 +24,10 @@ const PARAMS_BYTES: u64 = 128;
 /// Dispatches per submission on GPU adapters (`Options::submit_every`): the best of 32 and 128 on the
 /// H100 (benches/notes/wgpu.md, v13).
 const SUBMIT_EVERY: usize = 32;
+/// Weight values (k · n) from which GPU adapters run the quantized GEMV on int8 activations by default:
+/// 2048 × 2048. Below it the quantize dispatch cost more than the integer products saved (H100:
+/// SmolLM2's 576-wide layers decoded 343 → 267 tok/s with every GEMV on int8; benches/notes/wgpu.md v15).
+const INT8_MIN_VALUES: usize = 2048 * 2048;
 /// Bind groups kept before the cache is cleared (buffer ids are never reused, so stale entries
 /// only hold memory).
 const MAX_BIND_GROUPS: usize = 4096;
@@ -71,10 +75,18 @@ pub struct Options {
     /// lavapipe is checked but is a CPU); Some(true) also elsewhere (Metal's simdgroup matrices, CPU
     /// adapters), Some(false) never (`ULTRA_WGPU_COOPMAT=1` / `0`).
     pub coopmat: Option<bool>,
+    /// Run the quantized GEMV (m < 64) on int8 activations where the format allows it
+    /// (`kernels::int8_gemv`): x quantized to 32-value int8 blocks (`quantize_q8.wgsl`, one dispatch per
+    /// x) and integer dot products, as llama.cpp's MMVQ and our cuda GEMV. None (the default): on GPU
+    /// adapters for weights of at least INT8_MIN_VALUES values (smaller ones gain less than the extra
+    /// dispatch costs), off on CPU adapters; Some(true) for every such GEMV, Some(false) for none
+    /// (`ULTRA_WGPU_INT8=1` / `0`).
+    pub int8_gemv: Option<bool>,
 }
 
 impl Options {
-    /// Options from `ULTRA_WGPU_DISABLE` (a comma-separated list of `subgroups`, `f16`),
+    /// Options from `ULTRA_WGPU_DISABLE` (a comma-separated list of `subgroups`, `f16`, `solo`),
+    /// `ULTRA_WGPU_INT8` (`1` / `0`),
     /// `ULTRA_WGPU_BATCH_INVARIANT` (`1` to keep batch invariance) and `ULTRA_WGPU_WEIGHT_PART`
     /// (bytes).
     pub fn from_env() -> Options {
@@ -88,12 +100,18 @@ impl Options {
             Ok("0") => Some(false),
             _ => None,
         };
+        let int8_gemv = match std::env::var("ULTRA_WGPU_INT8").as_deref() {
+            Ok("1") => Some(true),
+            Ok("0") => Some(false),
+            _ => None,
+        };
         let disable_stage_x = std::env::var("ULTRA_WGPU_STAGE_X").as_deref() == Ok("0");
         let silu_fusion = std::env::var("ULTRA_WGPU_SILU_FUSION").as_deref() == Ok("1");
         let submit_every = std::env::var("ULTRA_WGPU_SUBMIT_EVERY").ok().and_then(|v| v.trim().parse().ok());
         Options {
             submit_every,
             coopmat,
+            int8_gemv,
             disable_subgroups: has("subgroups"),
             disable_f16: has("f16"),
             batch_invariant,
@@ -105,9 +123,9 @@ impl Options {
         }
     }
 
-    /// Every optional feature off: the fallback kernels.
+    /// Every optional feature off: the fallback kernels (f32 GEMVs among them).
     pub fn fallbacks() -> Options {
-        Options { disable_subgroups: true, disable_f16: true, ..Options::default() }
+        Options { disable_subgroups: true, disable_f16: true, int8_gemv: Some(false), ..Options::default() }
     }
 
     /// These options with silu · up fused into the down GEMV where it can be (`matmul_vec_silu`).
@@ -118,6 +136,11 @@ impl Options {
     /// These options with cooperative matrices never used (the tiled GEMM for prefill).
     pub fn without_coopmat(self) -> Options {
         Options { coopmat: Some(false), ..self }
+    }
+
+    /// These options with the quantized GEMV on int8 activations wherever the format allows it.
+    pub fn with_int8_gemv(self) -> Options {
+        Options { int8_gemv: Some(true), ..self }
     }
 
     /// These options with batch invariance kept.
@@ -197,6 +220,9 @@ pub struct Context {
     submit_every: Option<usize>,
     /// Options::silu_fusion.
     pub(crate) silu_fusion: bool,
+    /// Options::int8_gemv, resolved for this adapter: the fewest weight values (k · n, all parts of a
+    /// matmuls call together) a GEMV takes int8 activations for; None: never.
+    pub(crate) int8_min_values: Option<usize>,
     /// Bytes of the largest weight part (`Options::weight_part_bytes` within the adapter's limits).
     pub(crate) weight_part_bytes: u64,
     arena: wgpu::Buffer,
@@ -333,6 +359,11 @@ impl Context {
             Some(n) => (n > 0).then_some(n),
             None => (info.device_type != wgpu::DeviceType::Cpu).then_some(SUBMIT_EVERY),
         };
+        let int8_min_values = match options.int8_gemv {
+            Some(true) => Some(0),
+            Some(false) => None,
+            None => (info.device_type != wgpu::DeviceType::Cpu).then_some(INT8_MIN_VALUES),
+        };
         Ok(Context {
             profiler,
             device,
@@ -345,6 +376,7 @@ impl Context {
             vec_unroll: options.vec_unroll,
             stage_x: !options.disable_stage_x,
             silu_fusion: options.silu_fusion,
+            int8_min_values,
             submit_every,
             weight_part_bytes: options
                 .weight_part_bytes

@@ -61,6 +61,7 @@ kernels! {
     Attention => "attention", [R, R, R, R, R, R, W];
     AttentionTiled => "attention_tiled", [R, R, R, R, R, R, W];
     AttentionCombine => "attention_combine", [R, R, W];
+    QuantizeQ8 => "quantize_q8", [R, W];
     Argmax => "argmax", [R, W];
     TopK => "top_k", [R, W, W];
 }
@@ -91,6 +92,9 @@ pub struct Variant {
     /// matmul_coop: the side of its square cooperative matrices (8 or 16; 0 for other kernels), with
     /// `tpr` the subgroup size that shares one matrix.
     pub coop: u32,
+    /// matmul_vec, matmul_vec_parts: x is int8 blocks (`quantize_q8.wgsl`) and the block products
+    /// integer dot products (`gemv_xq8.wgsl`); only for formats with `int8_gemv`.
+    pub q8: bool,
     /// attention, attention_tiled: the KV cache holds IEEE halves, two per u32 word (read with
     /// `unpack2x16float`, so no SHADER_F16 is needed).
     pub kv_f16: bool,
@@ -109,6 +113,7 @@ impl Variant {
             stage_x: false,
             parts: 0,
             coop: 0,
+            q8: false,
             kv_f16: false,
         }
     }
@@ -129,6 +134,9 @@ impl Variant {
         }
         if self.stage_x {
             s += "_sx";
+        }
+        if self.q8 {
+            s += "_q8";
         }
         if self.kernel == Kernel::MatmulTiled {
             s += &format!("_bn{}", self.mb);
@@ -171,7 +179,9 @@ impl Variant {
             } else {
                 "const STAGE_X: bool = false;\nconst XCB: u32 = 1u;\nvar<workgroup> xs: array<vec4<f32>, 1>;\n"
             };
+            src += if self.q8 { "alias XT = vec4<u32>;\n" } else { "alias XT = vec4<f32>;\n" };
             src += shader!("dot32_f32");
+            src += if self.q8 { shader!("gemv_xq8") } else { shader!("gemv_x32") };
             src += &helpers(self.format);
             return src + decode + shader!("gemv") + self.kernel.body();
         }
@@ -226,8 +236,11 @@ impl Variant {
                             [(false, 32, 1), (false, 32, 8), (true, 32, 1), (true, 8, 8), (false, 1, 1), (false, 1, 8)];
                         for (subgroups, tpr, mb) in shapes {
                             let stages: &[bool] = if tpr > 1 && mb == 1 { &[false, true] } else { &[false] };
-                            for (unroll, &stage_x) in
-                                VEC_UNROLLS.into_iter().flat_map(|u| stages.iter().map(move |s| (u, s)))
+                            // Int8 x (never staged, never with silu computed as x is loaded).
+                            let q8 = kernel != Kernel::MatmulVecSilu && int8_gemv(format);
+                            let xs = stages.iter().map(|&s| (s, false)).chain(q8.then_some((false, true)));
+                            for (unroll, (stage_x, q8)) in
+                                VEC_UNROLLS.into_iter().flat_map(|u| xs.clone().map(move |x| (u, x)))
                             {
                                 out.extend(parts.iter().map(|&parts| Variant {
                                     kernel,
@@ -238,6 +251,7 @@ impl Variant {
                                     unroll,
                                     stage_x,
                                     parts,
+                                    q8,
                                     ..Variant::plain(kernel)
                                 }));
                             }
@@ -306,6 +320,12 @@ pub const TILED_SIDES: [u32; 2] = [64, 128];
 /// which is what decides it.
 pub fn gemv_sums_x(format: Format) -> bool {
     decoder32(format).is_none_or(|d| !d.contains("const HAS_MIN: bool = false;"))
+}
+
+/// Whether matmul_vec can run `format` on int8 activations (`Variant::q8`): its decoder gives a block's
+/// values as packed signed bytes (`fn ints`). Read from the decoder's source, which is what decides it.
+pub fn int8_gemv(format: Format) -> bool {
+    decoder32(format).is_some_and(|d| d.contains("fn ints("))
 }
 
 /// The whole-block decoder of a quantized format, for matmul_vec (float formats have none: their

@@ -25,10 +25,15 @@
 //!   on the H100, v14), the down projection with silu · up computed as x is loaded
 //!   (`matmul_vec_silu`, for `silu_mul_matmul`), bit for bit the separate dispatches
 //!   (benches/notes/wgpu.md, v12). Every lane sums in the same order in both, so their results
-//!   do not depend on m. The GEMVs compute
-//!   in f32 on every adapter: f16 products (an earlier version) bought no decode speed on the H200
-//!   and parted the greedy text from the CPU's on 3 of the 9 reference prompts
-//!   (benches/notes/wgpu.md, v7).
+//!   do not depend on m. The GEMVs compute in f32 (f16 products, an earlier version, bought no
+//!   decode speed on the H200 and parted the greedy text from the CPU's on 3 of the 9 reference
+//!   prompts: benches/notes/wgpu.md, v7), except that on GPU adapters weights of at least
+//!   2048 × 2048 values in a format with integer values (Q4_0, Q4_1, Q5_0, Q5_1, Q8_0, Q4_K, Q5_K,
+//!   INT4) run on int8 activations (`Options::int8_gemv`, llama.cpp's MMVQ and our cuda GEMV): one
+//!   `quantize_q8` dispatch turns x into 32-value int8 blocks, and the GEMV's block products are
+//!   `dot4I8Packed` integer sums (`gemv_xq8.wgsl`; llama-1b decode 1.14×, llama-8b 1.22× on the H100,
+//!   benches/notes/wgpu.md v15). x is quantized row by row, so these results do not depend on m
+//!   either.
 //!
 //! Batch invariance: the tiled kernel sums each output in its own order (one chain over k), which
 //! is the same for every m ≥ TILED_MIN_M but not the GEMV's (k split across lanes, then a tree), so
@@ -41,8 +46,11 @@
 //! part, each writing its columns row0 .. row0 + rows of dst (params: the column offset and dst's
 //! row stride); every output is summed as in the one-part path, so the bits do not change.
 
+use std::sync::Arc;
+
 use super::Wgpu;
-use super::kernels::{Kernel, TILED_SIDES, VEC_UNROLLS, Variant, gemv_sums_x, vec_wg};
+use super::context::GpuBuffer;
+use super::kernels::{Kernel, TILED_SIDES, VEC_UNROLLS, Variant, gemv_sums_x, int8_gemv, vec_wg};
 use super::memory::WeightPart;
 use crate::backend::{Tensor, Weight, check};
 use crate::error::{Error, Result};
@@ -64,23 +72,55 @@ const TILED_THREADS: u32 = 256;
 /// Rows (of x and dst) of a matmul_tiled tile, and k per step (matmul_tiled.wgsl `BM`, `KS`).
 const TILED_BM: usize = 64;
 const TILED_KS: u32 = 64;
+/// Bytes of one 32-value block of int8 x (`quantize_q8.wgsl`): 32 quants, d and s.
+const Q8_BLOCK_BYTES: usize = 40;
 /// matmul_coop's slab row stride in halves (`KP`).
 const COOP_KP: u32 = 72;
 
 pub fn matmul(be: &Wgpu, x: &Tensor<Wgpu>, w: &Weight<Wgpu>, dst: &mut Tensor<Wgpu>) -> Result<()> {
     check::matmul(x, w, dst)?;
+    // Int8 x is quantized once for all the weight's parts.
+    let xq = if takes_int8_gemv(be, w.format, x.rows, x.cols, w.rows) { Some(quantize_x(be, x)?) } else { None };
+    let xbuf = xq.as_deref().unwrap_or(&x.buf);
     for part in &w.storage.parts {
-        matmul_part(be, x, w, part, dst)?;
+        matmul_part(be, x, xbuf, w, part, dst)?;
     }
     Ok(())
 }
 
+/// Whether a matmul of m rows of x (k wide) by a weight of `format` and n rows (all parts of a
+/// `matmuls` call together) runs the int8 GEMV: a quantized GEMV (no cooperative-matrix or tiled
+/// path for this m) of a format with `ints`, on a context that allows it for k · n values.
+pub(super) fn takes_int8_gemv(be: &Wgpu, format: Format, m: usize, k: usize, n: usize) -> bool {
+    be.ctx.int8_min_values.is_some_and(|min| k * n >= min)
+        && int8_gemv(format)
+        && coop(be, format, m).is_none()
+        && tiled(be, format, m, n).is_none()
+}
+
+/// x's rows as `quantize_q8.wgsl`'s int8 blocks, in the context's scratch buffer (read by the GEMV
+/// recorded right after; the next user of the scratch is recorded after that GEMV).
+fn quantize_x(be: &Wgpu, x: &Tensor<Wgpu>) -> Result<Arc<GpuBuffer>> {
+    let blocks = x.cols / 32;
+    let xq = be.ctx.scratch((x.rows * blocks * Q8_BLOCK_BYTES) as u64)?;
+    let v = Variant::plain(Kernel::QuantizeQ8);
+    be.ctx.dispatch(v, &[&x.buf, &xq], &[blocks as u32, x.rows as u32], be.ctx.grid_1d(x.rows * blocks * 8))?;
+    Ok(xq)
+}
+
 /// dst[:, row0 .. row0 + rows] for one part of w (dst's rows are w.rows wide); each output's sum
-/// is the one-part path's.
-fn matmul_part(be: &Wgpu, x: &Tensor<Wgpu>, w: &Weight<Wgpu>, part: &WeightPart, dst: &Tensor<Wgpu>) -> Result<()> {
+/// is the one-part path's. `xbuf` is x, or its int8 blocks where the GEMV takes them.
+fn matmul_part(
+    be: &Wgpu,
+    x: &Tensor<Wgpu>,
+    xbuf: &GpuBuffer,
+    w: &Weight<Wgpu>,
+    part: &WeightPart,
+    dst: &Tensor<Wgpu>,
+) -> Result<()> {
     let (m, n, format) = (x.rows, part.rows, w.format);
     let params = [&part.info[..], &[m as u32, n as u32, part.row0 as u32, w.rows as u32]].concat();
-    let bufs = [&part.buf, &x.buf, &dst.buf];
+    let bufs = [&part.buf, xbuf, &dst.buf];
     if let Some(v) = coop(be, format, m) {
         let side = 4 * v.coop as usize;
         let groups = [n.div_ceil(side) as u32, m.div_ceil(side) as u32, 1];
@@ -91,7 +131,7 @@ fn matmul_part(be: &Wgpu, x: &Tensor<Wgpu>, w: &Weight<Wgpu>, part: &WeightPart,
         return be.ctx.dispatch(v, &bufs, &params, groups);
     }
     if format.is_quantized() {
-        let (v, rows_per_group) = gemv(be, format, m)?;
+        let (v, rows_per_group) = gemv(be, format, m, x.cols, w.rows)?;
         let groups = [n.div_ceil(rows_per_group) as u32, m.div_ceil(v.mb as usize) as u32, 1];
         return be.ctx.dispatch(v, &bufs, &params, groups);
     }
@@ -119,13 +159,14 @@ fn lanes(be: &Wgpu, format: Format) -> (bool, u32) {
 /// workgroups covers: whole blocks per lane, four weight rows per team of tpr lanes. f32 products
 /// even with SHADER_F16: no slower (decode reads each weight once, so bandwidth, not arithmetic,
 /// bounds it) and as exact as the CPU's (see the module doc).
-fn gemv(be: &Wgpu, format: Format, m: usize) -> Result<(Variant, usize)> {
+fn gemv(be: &Wgpu, format: Format, m: usize, k: usize, n: usize) -> Result<(Variant, usize)> {
     let (subgroups, tpr) = lanes(be, format);
     let mb = if m == 1 { 1 } else { MB_BATCH };
     let unroll = if tpr == 1 { 1 } else { vec_unroll(be, mb)? };
     let kernel = Kernel::MatmulVec;
-    let stage_x = be.ctx.stage_x && tpr > 1 && mb == 1;
-    let v = Variant { kernel, format: Some(format), subgroups, tpr, mb, unroll, stage_x, ..Variant::plain(kernel) };
+    let q8 = takes_int8_gemv(be, format, m, k, n);
+    let stage_x = be.ctx.stage_x && tpr > 1 && mb == 1 && !q8;
+    let v = Variant { kernel, format: Some(format), subgroups, tpr, mb, unroll, stage_x, q8, ..Variant::plain(kernel) };
     Ok((v, (vec_wg(tpr) / tpr * 4) as usize))
 }
 
@@ -150,8 +191,10 @@ pub fn matmuls(be: &Wgpu, x: &Tensor<Wgpu>, parts: &mut [(&Weight<Wgpu>, &mut Te
     let Some(format) = shared else {
         return parts.iter_mut().try_for_each(|(w, dst)| matmul(be, x, w, dst));
     };
-    let (one, rows_per_group) = gemv(be, format, m)?;
+    let rows = parts.iter().map(|(w, _)| w.rows).sum();
+    let (one, rows_per_group) = gemv(be, format, m, x.cols, rows)?;
     let v = Variant { kernel: Kernel::MatmulVecParts, parts: parts.len() as u32, ..one };
+    let xq = if v.q8 { Some(quantize_x(be, x)?) } else { None };
     let whole: Vec<&WeightPart> = parts.iter().map(|(w, _)| &w.storage.parts[0]).collect();
     let groups: Vec<u32> = whole.iter().map(|p| p.rows.div_ceil(rows_per_group) as u32).collect();
     let mut params = Vec::with_capacity(32);
@@ -164,7 +207,7 @@ pub fn matmuls(be: &Wgpu, x: &Tensor<Wgpu>, parts: &mut [(&Weight<Wgpu>, &mut Te
     // buffer nothing reads.
     let w_buf = |i: usize| &whole[i.min(whole.len() - 1)].buf;
     let d_buf = |i: usize| parts.get(i).map_or(&be.ctx.unused, |(_, d)| &d.buf);
-    let bufs = [w_buf(0), w_buf(1), w_buf(2), &x.buf, d_buf(0), d_buf(1), d_buf(2)];
+    let bufs = [w_buf(0), w_buf(1), w_buf(2), xq.as_deref().unwrap_or(&x.buf), d_buf(0), d_buf(1), d_buf(2)];
     let grid = [groups.iter().sum(), m.div_ceil(v.mb as usize) as u32, 1];
     be.ctx.dispatch(v, &bufs, &params, grid)
 }
@@ -189,6 +232,7 @@ pub fn silu_mul_matmul(
     let (m, format) = (gate.rows, w.format);
     let one_gemv = be.ctx.silu_fusion
         && format.is_quantized()
+        && !takes_int8_gemv(be, format, m, gate.cols, w.rows)
         && !gemv_sums_x(format)
         && w.storage.parts.len() == 1
         && coop(be, format, m).is_none()
@@ -198,7 +242,7 @@ pub fn silu_mul_matmul(
         return matmul(be, hidden, w, dst);
     }
     let part = &w.storage.parts[0];
-    let (one, rows_per_group) = gemv(be, format, m)?;
+    let (one, rows_per_group) = gemv(be, format, m, gate.cols, w.rows)?;
     let v = Variant { kernel: Kernel::MatmulVecSilu, ..one };
     let params = [&part.info[..], &[m as u32, part.rows as u32, 0, w.rows as u32]].concat();
     let bufs = [&part.buf, &gate.buf, &up.buf, &hidden.buf, &dst.buf];

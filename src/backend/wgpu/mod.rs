@@ -80,6 +80,13 @@ impl Wgpu {
         self.ctx.f16
     }
 
+    /// Whether a matmul of m rows of x (k wide) by an n-row weight of `format` runs on int8
+    /// activations (`Options::int8_gemv`, a format with integer values, a GEMV-sized m): tests
+    /// widen their tolerances for it.
+    pub fn uses_int8_gemv(&self, format: crate::quant::Format, m: usize, k: usize, n: usize) -> bool {
+        matmul::takes_int8_gemv(self, format, m, k, n)
+    }
+
     /// Adapter, API, features and limits, for `ultra info`.
     pub fn describe(&self) -> String {
         let (i, l) = (&self.ctx.info, &self.ctx.limits);
