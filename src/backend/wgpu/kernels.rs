@@ -92,6 +92,9 @@ pub struct Variant {
     /// matmul_coop: the side of its square cooperative matrices (8 or 16; 0 for other kernels), with
     /// `tpr` the subgroup size that shares one matrix.
     pub coop: u32,
+    /// matmul_vec, matmul_vec_parts with subgroups: subgroups per team (1, or the workgroup's: then
+    /// TPR = split × the subgroup size, the team's subgroup sums combined in workgroup memory).
+    pub split: u32,
     /// matmul_vec, matmul_vec_parts: x is int8 blocks (`quantize_q8.wgsl`) and the block products
     /// integer dot products (`gemv_xq8.wgsl`); only for formats with `int8_gemv`.
     pub q8: bool,
@@ -113,6 +116,7 @@ impl Variant {
             stage_x: false,
             parts: 0,
             coop: 0,
+            split: 1,
             q8: false,
             kv_f16: false,
         }
@@ -137,6 +141,9 @@ impl Variant {
         }
         if self.q8 {
             s += "_q8";
+        }
+        if self.split > 1 {
+            s += &format!("_s{}", self.split);
         }
         if self.kernel == Kernel::MatmulTiled {
             s += &format!("_bn{}", self.mb);
@@ -167,7 +174,7 @@ impl Variant {
         if matches!(self.kernel, Kernel::Matmul | Kernel::MatmulVec | Kernel::MatmulVecParts | Kernel::MatmulVecSilu) {
             let wg = if self.kernel == Kernel::Matmul { 256 } else { vec_wg(self.tpr) };
             src += &format!("const WG: u32 = {wg}u;\nconst TPR: u32 = {}u;\nconst MB: u32 = {}u;\n", self.tpr, self.mb);
-            src += &format!("const UNROLL: u32 = {}u;\n", self.unroll);
+            src += &format!("const UNROLL: u32 = {}u;\nconst SPLIT: u32 = {}u;\n", self.unroll, self.split);
             src += if self.subgroups { shader!("reduce_subgroup") } else { shader!("reduce_shared") };
         }
         if matches!(self.kernel, Kernel::MatmulVec | Kernel::MatmulVecParts | Kernel::MatmulVecSilu) {
@@ -236,22 +243,28 @@ impl Variant {
                             [(false, 32, 1), (false, 32, 8), (true, 32, 1), (true, 8, 8), (false, 1, 1), (false, 1, 8)];
                         for (subgroups, tpr, mb) in shapes {
                             let stages: &[bool] = if tpr > 1 && mb == 1 { &[false, true] } else { &[false] };
-                            // Int8 x (never staged, never with silu computed as x is loaded).
+                            // Int8 x (never staged, never with silu computed as x is loaded), in subgroup
+                            // teams also split over the workgroup's four subgroups.
                             let q8 = kernel != Kernel::MatmulVecSilu && int8_gemv(format);
-                            let xs = stages.iter().map(|&s| (s, false)).chain(q8.then_some((false, true)));
-                            for (unroll, (stage_x, q8)) in
+                            let splits: &[u32] = if subgroups { &[1, 4] } else { &[1] };
+                            let xs = stages
+                                .iter()
+                                .map(|&s| (s, false, 1))
+                                .chain(splits.iter().filter(|_| q8).map(|&split| (false, true, split)));
+                            for (unroll, (stage_x, q8, split)) in
                                 VEC_UNROLLS.into_iter().flat_map(|u| xs.clone().map(move |x| (u, x)))
                             {
                                 out.extend(parts.iter().map(|&parts| Variant {
                                     kernel,
                                     format: Some(format),
                                     subgroups,
-                                    tpr,
+                                    tpr: tpr * split,
                                     mb,
                                     unroll,
                                     stage_x,
                                     parts,
                                     q8,
+                                    split,
                                     ..Variant::plain(kernel)
                                 }));
                             }

@@ -33,7 +33,8 @@
 //!   `quantize_q8` dispatch turns x into 32-value int8 blocks, and the GEMV's block products are
 //!   `dot4I8Packed` integer sums (`gemv_xq8.wgsl`; llama-1b decode 1.14×, llama-8b 1.22× on the H100,
 //!   benches/notes/wgpu.md v15). x is quantized row by row, so these results do not depend on m
-//!   either.
+//!   either. An int8 GEMV of fewer than SPLIT_BELOW_ROWS rows runs one team of all the
+//!   workgroup's subgroups (`Variant::split`), so that a small matrix still fills the GPU.
 //!
 //! Batch invariance: the tiled kernel sums each output in its own order (one chain over k), which
 //! is the same for every m ≥ TILED_MIN_M but not the GEMV's (k split across lanes, then a tree), so
@@ -50,7 +51,7 @@ use std::sync::Arc;
 
 use super::Wgpu;
 use super::context::GpuBuffer;
-use super::kernels::{Kernel, TILED_SIDES, VEC_UNROLLS, Variant, gemv_sums_x, int8_gemv, vec_wg};
+use super::kernels::{Kernel, TILED_SIDES, VEC_UNROLLS, VEC_WG, Variant, gemv_sums_x, int8_gemv, vec_wg};
 use super::memory::WeightPart;
 use crate::backend::{Tensor, Weight, check};
 use crate::error::{Error, Result};
@@ -72,6 +73,11 @@ const TILED_THREADS: u32 = 256;
 /// Rows (of x and dst) of a matmul_tiled tile, and k per step (matmul_tiled.wgsl `BM`, `KS`).
 const TILED_BM: usize = 64;
 const TILED_KS: u32 = 64;
+/// Weight rows (all parts of a `matmuls` call together) below which an int8 GEMV with subgroups
+/// runs one team per workgroup (`Variant::split` subgroups, four rows) instead of one per subgroup
+/// (16 rows): a 4096-row matrix then gives 1,024 workgroups instead of 256, enough lanes in
+/// flight to keep an H100 busy (benches/notes/wgpu.md v16).
+const SPLIT_BELOW_ROWS: usize = 16384;
 /// Bytes of one 32-value block of int8 x (`quantize_q8.wgsl`): 32 quants, d and s.
 const Q8_BLOCK_BYTES: usize = 40;
 /// matmul_coop's slab row stride in halves (`KP`).
@@ -160,13 +166,27 @@ fn lanes(be: &Wgpu, format: Format) -> (bool, u32) {
 /// even with SHADER_F16: no slower (decode reads each weight once, so bandwidth, not arithmetic,
 /// bounds it) and as exact as the CPU's (see the module doc).
 fn gemv(be: &Wgpu, format: Format, m: usize, k: usize, n: usize) -> Result<(Variant, usize)> {
-    let (subgroups, tpr) = lanes(be, format);
+    let (subgroups, sg) = lanes(be, format);
     let mb = if m == 1 { 1 } else { MB_BATCH };
-    let unroll = if tpr == 1 { 1 } else { vec_unroll(be, mb)? };
+    let unroll = if sg == 1 { 1 } else { vec_unroll(be, mb)? };
     let kernel = Kernel::MatmulVec;
     let q8 = takes_int8_gemv(be, format, m, k, n);
+    // Few rows: teams of the whole workgroup's subgroups, so that the GPU holds four times the lanes.
+    let split = if q8 && subgroups && n < SPLIT_BELOW_ROWS && VEC_WG.is_multiple_of(sg) { VEC_WG / sg } else { 1 };
+    let tpr = sg * split;
     let stage_x = be.ctx.stage_x && tpr > 1 && mb == 1 && !q8;
-    let v = Variant { kernel, format: Some(format), subgroups, tpr, mb, unroll, stage_x, q8, ..Variant::plain(kernel) };
+    let v = Variant {
+        kernel,
+        format: Some(format),
+        subgroups,
+        tpr,
+        mb,
+        unroll,
+        stage_x,
+        q8,
+        split,
+        ..Variant::plain(kernel)
+    };
     Ok((v, (vec_wg(tpr) / tpr * 4) as usize))
 }
 
