@@ -80,6 +80,12 @@ impl Wgpu {
         self.ctx.f16
     }
 
+    /// Whether some quantized GEMVs run on int8 activations (`Options::int8_gemv`: by default on GPU
+    /// adapters, for large weights).
+    pub fn uses_int8_activations(&self) -> bool {
+        self.ctx.int8_min_values.is_some()
+    }
+
     /// Whether a matmul of m rows of x (k wide) by an n-row weight of `format` runs on int8
     /// activations (`Options::int8_gemv`, a format with integer values, a GEMV-sized m): tests
     /// widen their tolerances for it.
