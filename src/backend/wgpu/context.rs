@@ -79,8 +79,8 @@ pub struct Options {
     /// (`kernels::int8_gemv`): x quantized to 32-value int8 blocks (`quantize_q8.wgsl`, one dispatch per
     /// x) and integer dot products, as llama.cpp's MMVQ and our cuda GEMV. None (the default): on GPU
     /// adapters for weights of at least INT8_MIN_VALUES values (smaller ones gain less than the extra
-    /// dispatch costs), off on CPU adapters; Some(true) for every such GEMV, Some(false) for none
-    /// (`ULTRA_WGPU_INT8=1` / `0`).
+    /// dispatch costs), off on CPU adapters and in browsers; Some(true) for every such GEMV,
+    /// Some(false) for none (`ULTRA_WGPU_INT8=1` / `0`).
     pub int8_gemv: Option<bool>,
 }
 
@@ -362,7 +362,10 @@ impl Context {
         let int8_min_values = match options.int8_gemv {
             Some(true) => Some(0),
             Some(false) => None,
-            None => (info.device_type != wgpu::DeviceType::Cpu).then_some(INT8_MIN_VALUES),
+            // Not in browsers, where the WGSL goes to the browser's own compiler, and not every one has
+            // `dot4I8Packed` (WGSL's packed_4x8_integer_dot_product).
+            None => (info.device_type != wgpu::DeviceType::Cpu && info.backend != wgpu::Backend::BrowserWebGpu)
+                .then_some(INT8_MIN_VALUES),
         };
         Ok(Context {
             profiler,
