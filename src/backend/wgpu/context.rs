@@ -232,7 +232,10 @@ pub struct Context {
     errors: Arc<Mutex<Vec<String>>>,
     next_id: AtomicU64,
     pub(crate) transfers: AtomicU64,
-    pub(crate) scratch: Mutex<Option<Arc<GpuBuffer>>>,
+    /// Split-K attention's partials and the cache-copy staging (`scratch`).
+    scratch: Mutex<Option<Arc<GpuBuffer>>>,
+    /// x as int8 blocks between the kernel that writes them and the GEMVs that read them (`int8_x`).
+    int8_x: Mutex<Option<Arc<GpuBuffer>>>,
     /// A 4-byte buffer for a storage binding a dispatch declares but does not use (matmul_vec_parts
     /// with two weights: its third output).
     pub(crate) unused: GpuBuffer,
@@ -396,6 +399,7 @@ impl Context {
             next_id: AtomicU64::new(1),
             transfers: AtomicU64::new(0),
             scratch: Mutex::default(),
+            int8_x: Mutex::default(),
             unused,
         })
     }
@@ -421,12 +425,22 @@ impl Context {
 
     /// A scratch buffer of at least `bytes`, grown (never shrunk) on demand.
     pub fn scratch(&self, bytes: u64) -> Result<Arc<GpuBuffer>> {
-        let mut scratch = self.scratch.lock().unwrap_or_else(|p| p.into_inner());
-        match &*scratch {
+        self.grown(&self.scratch, bytes, "scratch")
+    }
+
+    /// The buffer of int8 x (at least `bytes`, grown on demand): written by quantize_q8 or
+    /// silu_mul_q8 and read by the GEMVs recorded after it, before the next writer.
+    pub fn int8_x(&self, bytes: u64) -> Result<Arc<GpuBuffer>> {
+        self.grown(&self.int8_x, bytes, "int8 x")
+    }
+
+    fn grown(&self, slot: &Mutex<Option<Arc<GpuBuffer>>>, bytes: u64, label: &str) -> Result<Arc<GpuBuffer>> {
+        let mut slot = slot.lock().unwrap_or_else(|p| p.into_inner());
+        match &*slot {
             Some(s) if s.buf.size() >= bytes => Ok(s.clone()),
             _ => {
-                let s = Arc::new(self.buffer(bytes.next_power_of_two(), "scratch")?);
-                *scratch = Some(s.clone());
+                let s = Arc::new(self.buffer(bytes.next_power_of_two(), label)?);
+                *slot = Some(s.clone());
                 Ok(s)
             }
         }

@@ -5,7 +5,7 @@
 //! with the group size a constant) to their body; matmul joins the reduction it was built with,
 //! matmul_tiled the K step of its arithmetic (`tile32_f32.wgsl` or `tile32_f16.wgsl`), matmul_coop
 //! its matrix side, subgroup size and matrix type aliases; the two RMSNorm kernels their output
-//! loop (`norm_apply`); the
+//! loop (`norm_apply`); the two kernels that write int8 x their block writer (`q8_blocks`); the
 //! attention kernels join the chunk routine and the softmax fold they share (`attention_chunk`,
 //! `attention_fold`), which is what keeps split-K and tiled attention bit-identical.
 
@@ -62,6 +62,7 @@ kernels! {
     AttentionTiled => "attention_tiled", [R, R, R, R, R, R, W];
     AttentionCombine => "attention_combine", [R, R, W];
     QuantizeQ8 => "quantize_q8", [R, W];
+    SiluMulQ8 => "silu_mul_q8", [R, R, W, W];
     Argmax => "argmax", [R, W];
     TopK => "top_k", [R, W, W];
 }
@@ -203,6 +204,9 @@ impl Variant {
         }
         if matches!(self.kernel, Kernel::RmsNorm | Kernel::AddRmsNorm) {
             src += shader!("norm_apply");
+        }
+        if matches!(self.kernel, Kernel::QuantizeQ8 | Kernel::SiluMulQ8) {
+            src += shader!("q8_blocks");
         }
         if matches!(self.kernel, Kernel::Rope | Kernel::RmsNormRope | Kernel::RopeKvWrite) {
             src += shader!("rope_common");

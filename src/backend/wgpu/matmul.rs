@@ -32,8 +32,9 @@
 //!   INT4) run on int8 activations (`Options::int8_gemv`, llama.cpp's MMVQ and our cuda GEMV): one
 //!   `quantize_q8` dispatch turns x into 32-value int8 blocks, and the GEMV's block products are
 //!   `dot4I8Packed` integer sums (`gemv_xq8.wgsl`; llama-1b decode 1.14×, llama-8b 1.22× on the H100,
-//!   benches/notes/wgpu.md v15). x is quantized row by row, so these results do not depend on m
-//!   either. An int8 GEMV of fewer than SPLIT_BELOW_ROWS rows runs one team of all the
+//!   benches/notes/wgpu.md v15); the down projection's x comes from `silu_mul_q8`, which writes
+//!   silu · up and its blocks in one dispatch. x is quantized row by row, so these results do not
+//!   depend on m either. An int8 GEMV of fewer than SPLIT_BELOW_ROWS rows runs one team of all the
 //!   workgroup's subgroups (`Variant::split`), so that a small matrix still fills the GPU.
 //!
 //! Batch invariance: the tiled kernel sums each output in its own order (one chain over k), which
@@ -87,9 +88,19 @@ pub fn matmul(be: &Wgpu, x: &Tensor<Wgpu>, w: &Weight<Wgpu>, dst: &mut Tensor<Wg
     check::matmul(x, w, dst)?;
     // Int8 x is quantized once for all the weight's parts.
     let xq = if takes_int8_gemv(be, w.format, x.rows, x.cols, w.rows) { Some(quantize_x(be, x)?) } else { None };
-    let xbuf = xq.as_deref().unwrap_or(&x.buf);
+    matmul_parts(be, x, xq.as_deref(), w, dst)
+}
+
+/// Every part of w against x, or against x's int8 blocks `xq` where the GEMV takes them.
+fn matmul_parts(
+    be: &Wgpu,
+    x: &Tensor<Wgpu>,
+    xq: Option<&GpuBuffer>,
+    w: &Weight<Wgpu>,
+    dst: &Tensor<Wgpu>,
+) -> Result<()> {
     for part in &w.storage.parts {
-        matmul_part(be, x, xbuf, w, part, dst)?;
+        matmul_part(be, x, xq, w, part, dst)?;
     }
     Ok(())
 }
@@ -104,29 +115,33 @@ pub(super) fn takes_int8_gemv(be: &Wgpu, format: Format, m: usize, k: usize, n: 
         && tiled(be, format, m, n).is_none()
 }
 
-/// x's rows as `quantize_q8.wgsl`'s int8 blocks, in the context's scratch buffer (read by the GEMV
-/// recorded right after; the next user of the scratch is recorded after that GEMV).
+/// The context's int8-x buffer for m rows of k values (`q8_blocks.wgsl`'s layout).
+fn int8_x(be: &Wgpu, m: usize, k: usize) -> Result<Arc<GpuBuffer>> {
+    be.ctx.int8_x((m * (k / 32) * Q8_BLOCK_BYTES) as u64)
+}
+
+/// x's rows as int8 blocks (one `quantize_q8` dispatch), for the GEMVs recorded right after it.
 fn quantize_x(be: &Wgpu, x: &Tensor<Wgpu>) -> Result<Arc<GpuBuffer>> {
     let blocks = x.cols / 32;
-    let xq = be.ctx.scratch((x.rows * blocks * Q8_BLOCK_BYTES) as u64)?;
+    let xq = int8_x(be, x.rows, x.cols)?;
     let v = Variant::plain(Kernel::QuantizeQ8);
     be.ctx.dispatch(v, &[&x.buf, &xq], &[blocks as u32, x.rows as u32], be.ctx.grid_1d(x.rows * blocks * 8))?;
     Ok(xq)
 }
 
 /// dst[:, row0 .. row0 + rows] for one part of w (dst's rows are w.rows wide); each output's sum
-/// is the one-part path's. `xbuf` is x, or its int8 blocks where the GEMV takes them.
+/// is the one-part path's. `xq`: x's int8 blocks, given exactly where the GEMV takes them.
 fn matmul_part(
     be: &Wgpu,
     x: &Tensor<Wgpu>,
-    xbuf: &GpuBuffer,
+    xq: Option<&GpuBuffer>,
     w: &Weight<Wgpu>,
     part: &WeightPart,
     dst: &Tensor<Wgpu>,
 ) -> Result<()> {
     let (m, n, format) = (x.rows, part.rows, w.format);
     let params = [&part.info[..], &[m as u32, n as u32, part.row0 as u32, w.rows as u32]].concat();
-    let bufs = [&part.buf, xbuf, &dst.buf];
+    let bufs = [&part.buf, xq.unwrap_or(&x.buf), &dst.buf];
     if let Some(v) = coop(be, format, m) {
         let side = 4 * v.coop as usize;
         let groups = [n.div_ceil(side) as u32, m.div_ceil(side) as u32, 1];
@@ -137,7 +152,7 @@ fn matmul_part(
         return be.ctx.dispatch(v, &bufs, &params, groups);
     }
     if format.is_quantized() {
-        let (v, rows_per_group) = gemv(be, format, m, x.cols, w.rows)?;
+        let (v, rows_per_group) = gemv(be, format, m, w.rows, xq.is_some())?;
         let groups = [n.div_ceil(rows_per_group) as u32, m.div_ceil(v.mb as usize) as u32, 1];
         return be.ctx.dispatch(v, &bufs, &params, groups);
     }
@@ -161,19 +176,20 @@ fn lanes(be: &Wgpu, format: Format) -> (bool, u32) {
     }
 }
 
-/// The matmul_vec variant for a quantized weight and m rows of x, and the weight rows each of its
-/// workgroups covers: whole blocks per lane, four weight rows per team of tpr lanes. f32 products
-/// even with SHADER_F16: no slower (decode reads each weight once, so bandwidth, not arithmetic,
-/// bounds it) and as exact as the CPU's (see the module doc).
-fn gemv(be: &Wgpu, format: Format, m: usize, k: usize, n: usize) -> Result<(Variant, usize)> {
-    let (subgroups, sg) = lanes(be, format);
+/// The matmul_vec variant for a quantized weight of n rows (all parts together) and m rows of x,
+/// and the weight rows each of its workgroups covers: whole blocks per lane, four weight rows per
+/// team. `q8`: x is int8 blocks (`takes_int8_gemv`). f32 products even with SHADER_F16: no slower
+/// (decode reads each weight once, so bandwidth, not arithmetic, bounds it) and as exact as the
+/// CPU's (see the module doc).
+fn gemv(be: &Wgpu, format: Format, m: usize, n: usize, q8: bool) -> Result<(Variant, usize)> {
+    // One subgroup per team, or with no subgroups a shared-memory team (one lane on CPU adapters).
+    let (subgroups, team) = lanes(be, format);
     let mb = if m == 1 { 1 } else { MB_BATCH };
-    let unroll = if sg == 1 { 1 } else { vec_unroll(be, mb)? };
+    let unroll = if team == 1 { 1 } else { vec_unroll(be, mb)? };
     let kernel = Kernel::MatmulVec;
-    let q8 = takes_int8_gemv(be, format, m, k, n);
     // Few rows: teams of the whole workgroup's subgroups, so that the GPU holds four times the lanes.
-    let split = if q8 && subgroups && n < SPLIT_BELOW_ROWS && VEC_WG.is_multiple_of(sg) { VEC_WG / sg } else { 1 };
-    let tpr = sg * split;
+    let split = if q8 && subgroups && n < SPLIT_BELOW_ROWS && VEC_WG.is_multiple_of(team) { VEC_WG / team } else { 1 };
+    let tpr = team * split;
     let stage_x = be.ctx.stage_x && tpr > 1 && mb == 1 && !q8;
     let v = Variant {
         kernel,
@@ -212,9 +228,9 @@ pub fn matmuls(be: &Wgpu, x: &Tensor<Wgpu>, parts: &mut [(&Weight<Wgpu>, &mut Te
         return parts.iter_mut().try_for_each(|(w, dst)| matmul(be, x, w, dst));
     };
     let rows = parts.iter().map(|(w, _)| w.rows).sum();
-    let (one, rows_per_group) = gemv(be, format, m, x.cols, rows)?;
+    let xq = if takes_int8_gemv(be, format, m, x.cols, rows) { Some(quantize_x(be, x)?) } else { None };
+    let (one, rows_per_group) = gemv(be, format, m, rows, xq.is_some())?;
     let v = Variant { kernel: Kernel::MatmulVecParts, parts: parts.len() as u32, ..one };
-    let xq = if v.q8 { Some(quantize_x(be, x)?) } else { None };
     let whole: Vec<&WeightPart> = parts.iter().map(|(w, _)| &w.storage.parts[0]).collect();
     let groups: Vec<u32> = whole.iter().map(|p| p.rows.div_ceil(rows_per_group) as u32).collect();
     let mut params = Vec::with_capacity(32);
@@ -232,13 +248,14 @@ pub fn matmuls(be: &Wgpu, x: &Tensor<Wgpu>, parts: &mut [(&Weight<Wgpu>, &mut Te
     be.ctx.dispatch(v, &bufs, &params, grid)
 }
 
-/// hidden = silu(gate) · up, then dst = hidden · wᵀ: with `Options::silu_fusion`, one
-/// `matmul_vec_silu` dispatch (the GEMV computing its x where it loads it, and writing hidden too)
-/// where w is one quantized part and m takes the GEMV; otherwise `silu_mul` then `matmul`. Only
-/// for formats whose GEMV uses x as a factor alone: SPIR-V lets a driver contract a product into
-/// a following add (Mesa did, on the Σx of Q4_1's minimum), which a product feeding `fma` as a
-/// factor cannot be. So the fused path gives the two ops' bits (the op table's
-/// `silu_mul_matmul_equals_its_parts`).
+/// hidden = silu(gate) · up, then dst = hidden · wᵀ. Where w's GEMV takes int8 x, one
+/// `silu_mul_q8` dispatch writes hidden and its int8 blocks (no quantize_q8 between the two). Else,
+/// with `Options::silu_fusion`, one `matmul_vec_silu` dispatch (the GEMV computing its x where it
+/// loads it, and writing hidden too) where w is one quantized part and m takes the GEMV; otherwise
+/// `silu_mul` then `matmul`. Only for formats whose GEMV uses x as a factor alone: SPIR-V lets a
+/// driver contract a product into a following add (Mesa did, on the Σx of Q4_1's minimum), which a
+/// product feeding `fma` as a factor cannot be. So both fused paths give the separate ops' bits
+/// (the op table's `silu_mul_matmul_equals_its_parts`).
 pub fn silu_mul_matmul(
     be: &Wgpu,
     gate: &Tensor<Wgpu>,
@@ -250,9 +267,12 @@ pub fn silu_mul_matmul(
     check::silu_mul(gate, up, hidden)?;
     check::matmul(hidden, w, dst)?;
     let (m, format) = (gate.rows, w.format);
+    if takes_int8_gemv(be, format, m, gate.cols, w.rows) {
+        let xq = silu_mul_q8(be, gate, up, hidden)?;
+        return matmul_parts(be, hidden, Some(&xq), w, dst);
+    }
     let one_gemv = be.ctx.silu_fusion
         && format.is_quantized()
-        && !takes_int8_gemv(be, format, m, gate.cols, w.rows)
         && !gemv_sums_x(format)
         && w.storage.parts.len() == 1
         && coop(be, format, m).is_none()
@@ -262,12 +282,23 @@ pub fn silu_mul_matmul(
         return matmul(be, hidden, w, dst);
     }
     let part = &w.storage.parts[0];
-    let (one, rows_per_group) = gemv(be, format, m, gate.cols, w.rows)?;
+    let (one, rows_per_group) = gemv(be, format, m, w.rows, false)?;
     let v = Variant { kernel: Kernel::MatmulVecSilu, ..one };
     let params = [&part.info[..], &[m as u32, part.rows as u32, 0, w.rows as u32]].concat();
     let bufs = [&part.buf, &gate.buf, &up.buf, &hidden.buf, &dst.buf];
     let groups = [part.rows.div_ceil(rows_per_group) as u32, m.div_ceil(v.mb as usize) as u32, 1];
     be.ctx.dispatch(v, &bufs, &params, groups)
+}
+
+/// hidden = silu(gate) · up and hidden's int8 blocks, in one `silu_mul_q8` dispatch (the blocks
+/// quantize_q8 would make of that hidden).
+fn silu_mul_q8(be: &Wgpu, gate: &Tensor<Wgpu>, up: &Tensor<Wgpu>, hidden: &Tensor<Wgpu>) -> Result<Arc<GpuBuffer>> {
+    let blocks = gate.cols / 32;
+    let xq = int8_x(be, gate.rows, gate.cols)?;
+    let v = Variant::plain(Kernel::SiluMulQ8);
+    let grid = be.ctx.grid_1d(gate.rows * blocks * 8);
+    be.ctx.dispatch(v, &[&gate.buf, &up.buf, &hidden.buf, &xq], &[blocks as u32, gate.rows as u32], grid)?;
+    Ok(xq)
 }
 
 /// Blocks per lane matmul_vec loads before computing on them, for MB = `mb` rows of x.
