@@ -76,11 +76,12 @@ pub struct Options {
     /// adapters), Some(false) never (`ULTRA_WGPU_COOPMAT=1` / `0`).
     pub coopmat: Option<bool>,
     /// Run the quantized GEMV (m < 64) on int8 activations where the format allows it
-    /// (`kernels::int8_gemv`): x quantized to 32-value int8 blocks (`quantize_q8.wgsl`, one dispatch per
-    /// x) and integer dot products, as llama.cpp's MMVQ and our cuda GEMV. None (the default): on GPU
-    /// adapters for weights of at least INT8_MIN_VALUES values (smaller ones gain less than the extra
-    /// dispatch costs), off on CPU adapters and in browsers; Some(true) for every such GEMV,
-    /// Some(false) for none (`ULTRA_WGPU_INT8=1` / `0`).
+    /// (`kernels::int8_gemv`): x quantized to 32-value int8 blocks (`q8_blocks.wgsl`: one quantize_q8
+    /// dispatch per x, or silu_mul_q8 for the down projection) and integer dot products, as
+    /// llama.cpp's MMVQ and our cuda GEMV. None (the default): on GPU adapters for weights of at
+    /// least INT8_MIN_VALUES values (smaller ones gain less than the extra dispatch costs), off on
+    /// CPU adapters and in browsers; Some(true) for every such GEMV, Some(false) for none
+    /// (`ULTRA_WGPU_INT8=1` / `0`).
     pub int8_gemv: Option<bool>,
 }
 

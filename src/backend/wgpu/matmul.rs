@@ -115,17 +115,18 @@ pub(super) fn takes_int8_gemv(be: &Wgpu, format: Format, m: usize, k: usize, n: 
         && tiled(be, format, m, n).is_none()
 }
 
-/// The context's int8-x buffer for m rows of k values (`q8_blocks.wgsl`'s layout).
-fn int8_x(be: &Wgpu, m: usize, k: usize) -> Result<Arc<GpuBuffer>> {
-    be.ctx.int8_x((m * (k / 32) * Q8_BLOCK_BYTES) as u64)
-}
-
 /// x's rows as int8 blocks (one `quantize_q8` dispatch), for the GEMVs recorded right after it.
 fn quantize_x(be: &Wgpu, x: &Tensor<Wgpu>) -> Result<Arc<GpuBuffer>> {
-    let blocks = x.cols / 32;
-    let xq = int8_x(be, x.rows, x.cols)?;
-    let v = Variant::plain(Kernel::QuantizeQ8);
-    be.ctx.dispatch(v, &[&x.buf, &xq], &[blocks as u32, x.rows as u32], be.ctx.grid_1d(x.rows * blocks * 8))?;
+    int8_blocks(be, Kernel::QuantizeQ8, &[&x.buf], x.rows, x.cols)
+}
+
+/// m rows of k values as int8 blocks (`q8_blocks.wgsl`) in the context's int8-x buffer, written by
+/// `kernel` from `inputs` (quantize_q8: x; silu_mul_q8: gate, up, and hidden, which it also writes).
+fn int8_blocks(be: &Wgpu, kernel: Kernel, inputs: &[&GpuBuffer], m: usize, k: usize) -> Result<Arc<GpuBuffer>> {
+    let blocks = k / 32;
+    let xq = be.ctx.int8_x((m * blocks * Q8_BLOCK_BYTES) as u64)?;
+    let bufs: Vec<&GpuBuffer> = inputs.iter().copied().chain([&*xq]).collect();
+    be.ctx.dispatch(Variant::plain(kernel), &bufs, &[blocks as u32, m as u32], be.ctx.grid_1d(m * blocks * 8))?;
     Ok(xq)
 }
 
@@ -249,13 +250,13 @@ pub fn matmuls(be: &Wgpu, x: &Tensor<Wgpu>, parts: &mut [(&Weight<Wgpu>, &mut Te
 }
 
 /// hidden = silu(gate) · up, then dst = hidden · wᵀ. Where w's GEMV takes int8 x, one
-/// `silu_mul_q8` dispatch writes hidden and its int8 blocks (no quantize_q8 between the two). Else,
-/// with `Options::silu_fusion`, one `matmul_vec_silu` dispatch (the GEMV computing its x where it
-/// loads it, and writing hidden too) where w is one quantized part and m takes the GEMV; otherwise
-/// `silu_mul` then `matmul`. Only for formats whose GEMV uses x as a factor alone: SPIR-V lets a
+/// `silu_mul_q8` dispatch writes hidden and its int8 blocks (the blocks quantize_q8 would make of
+/// that hidden), then the GEMV. Else, with `Options::silu_fusion`, one `matmul_vec_silu` dispatch
+/// (the GEMV computing its x where it loads it, and writing hidden too) where w is one quantized
+/// part and m takes the GEMV, only for formats whose GEMV uses x as a factor alone: SPIR-V lets a
 /// driver contract a product into a following add (Mesa did, on the Σx of Q4_1's minimum), which a
-/// product feeding `fma` as a factor cannot be. So both fused paths give the separate ops' bits
-/// (the op table's `silu_mul_matmul_equals_its_parts`).
+/// product feeding `fma` as a factor cannot be. Otherwise `silu_mul` then `matmul`. Both fused
+/// paths give the separate ops' bits (the op table's `silu_mul_matmul_equals_its_parts`).
 pub fn silu_mul_matmul(
     be: &Wgpu,
     gate: &Tensor<Wgpu>,
@@ -268,7 +269,7 @@ pub fn silu_mul_matmul(
     check::matmul(hidden, w, dst)?;
     let (m, format) = (gate.rows, w.format);
     if takes_int8_gemv(be, format, m, gate.cols, w.rows) {
-        let xq = silu_mul_q8(be, gate, up, hidden)?;
+        let xq = int8_blocks(be, Kernel::SiluMulQ8, &[&gate.buf, &up.buf, &hidden.buf], m, gate.cols)?;
         return matmul_parts(be, hidden, Some(&xq), w, dst);
     }
     let one_gemv = be.ctx.silu_fusion
@@ -288,17 +289,6 @@ pub fn silu_mul_matmul(
     let bufs = [&part.buf, &gate.buf, &up.buf, &hidden.buf, &dst.buf];
     let groups = [part.rows.div_ceil(rows_per_group) as u32, m.div_ceil(v.mb as usize) as u32, 1];
     be.ctx.dispatch(v, &bufs, &params, groups)
-}
-
-/// hidden = silu(gate) · up and hidden's int8 blocks, in one `silu_mul_q8` dispatch (the blocks
-/// quantize_q8 would make of that hidden).
-fn silu_mul_q8(be: &Wgpu, gate: &Tensor<Wgpu>, up: &Tensor<Wgpu>, hidden: &Tensor<Wgpu>) -> Result<Arc<GpuBuffer>> {
-    let blocks = gate.cols / 32;
-    let xq = int8_x(be, gate.rows, gate.cols)?;
-    let v = Variant::plain(Kernel::SiluMulQ8);
-    let grid = be.ctx.grid_1d(gate.rows * blocks * 8);
-    be.ctx.dispatch(v, &[&gate.buf, &up.buf, &hidden.buf, &xq], &[blocks as u32, gate.rows as u32], grid)?;
-    Ok(xq)
 }
 
 /// Blocks per lane matmul_vec loads before computing on them, for MB = `mb` rows of x.
