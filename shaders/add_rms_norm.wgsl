@@ -1,12 +1,12 @@
 // add_rms_norm  x[r, :] += y[r, :], then dst[r, :] = x[r, :] · gain / sqrt(mean(x[r, :]²) + eps)
-// Layout        x, y, dst: [n_rows, d] row-major f32; gain: [d]
+// Layout        x, y, dst: [n_rows, d] row-major f32; gain: [d]; params.rows = n_rows (read by norm_apply_q8 only)
 // Launch        one workgroup per row; 256 threads stride along the row (rms_norm.wgsl's grid)
 // Numerics      the sum is add_assign's f32 add, the norm rms_norm.wgsl's arithmetic on it, step for
 //               step: the bits of add_assign then rms_norm, in one dispatch instead of two
 
 const WG: u32 = 256u;
 
-struct Params { d: u32, eps: f32 }
+struct Params { d: u32, eps: f32, rows: u32 }
 
 @group(0) @binding(0) var<uniform> params: Params;
 @group(0) @binding(1) var<storage, read_write> x: array<f32>;

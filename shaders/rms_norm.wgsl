@@ -1,12 +1,12 @@
 // rms_norm  dst[r, :] = x[r, :] · gain / sqrt(mean(x[r, :]²) + eps)
-// Layout    x, dst: [n_rows, d] row-major f32; gain: [d]
+// Layout    x, dst: [n_rows, d] row-major f32; gain: [d]; params.rows = n_rows (read by norm_apply_q8 only)
 // Launch    one workgroup per row; 256 threads stride along the row
 // Numerics  per lane an fma chain over its values in index order (loaded four at a time), then tree-reduced in
 //           workgroup memory
 
 const WG: u32 = 256u;
 
-struct Params { d: u32, eps: f32 }
+struct Params { d: u32, eps: f32, rows: u32 }
 
 @group(0) @binding(0) var<uniform> params: Params;
 @group(0) @binding(1) var<storage, read> x: array<f32>;

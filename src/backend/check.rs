@@ -114,6 +114,14 @@ pub fn add_rms_norm<B: Backend>(x: &Tensor<B>, y: &Tensor<B>, gain: &Tensor<B>, 
     shape("add_rms_norm", dst, x.rows, x.cols)
 }
 
+/// `add_rms_norm`'s shapes and dtypes with a residual y, else `rms_norm`'s (`norm_matmuls`'s norm).
+pub fn norm<B: Backend>(x: &Tensor<B>, y: Option<&Tensor<B>>, gain: &Tensor<B>, dst: &Tensor<B>) -> Result<()> {
+    match y {
+        Some(y) => add_rms_norm(x, y, gain, dst),
+        None => rms_norm(x, gain, dst),
+    }
+}
+
 /// rope and rms_norm_rope (`op`): rows of whole heads, an even `n_rot` within the head, and
 /// frequency factors (if any) f32 `[1, n_rot / 2]`.
 pub fn rope<B: Backend>(

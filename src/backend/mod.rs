@@ -275,6 +275,27 @@ pub trait Backend: Send + Sync + Sized + 'static {
         self.add_assign(x, y)?;
         self.rms_norm(x, gain, eps, dst)
     }
+    /// x += y (when `y` is given), xn = rms_norm(x), then dst_i = xn · w_iᵀ for each part: a
+    /// sublayer's entry (attention's q, k, v; the feed-forward's gate, up) as one op, so a backend
+    /// may hand its matmuls what the norm made of xn (cuda's decode path writes xn's int8 planes in
+    /// the norm's pass, saving the quantize launch). xn is written either way. By default
+    /// `add_rms_norm` (or `rms_norm`) then `matmuls`.
+    fn norm_matmuls(
+        &self,
+        x: &mut Tensor<Self>,
+        y: Option<&Tensor<Self>>,
+        gain: &Tensor<Self>,
+        eps: f32,
+        xn: &mut Tensor<Self>,
+        parts: &mut [(&Weight<Self>, &mut Tensor<Self>)],
+    ) -> Result<()> {
+        check::norm(x, y, gain, xn)?; // add_rms_norm's own error, which its default would not give
+        match y {
+            Some(y) => self.add_rms_norm(x, y, gain, eps, xn)?,
+            None => self.rms_norm(x, gain, eps, xn)?,
+        }
+        self.matmuls(xn, parts)
+    }
 
     // ---- rope -----------------------------------------------------------------------------
     /// Rotates every head of x[t, :] = [n_heads · head_dim] in place by position pos[t]. With
@@ -284,7 +305,7 @@ pub trait Backend: Send + Sync + Sized + 'static {
     -> Result<()>;
     /// `rope` of q and of k, then `kv_write` of the rotated k and of v at the batch's slots: the
     /// attention block's step between the projections and attention, which a backend may run as
-    /// one pass (wgpu does, for an f32 cache). By default the three ops.
+    /// one pass (cuda does; wgpu for an f32 cache). By default the three ops.
     #[allow(clippy::too_many_arguments)] // the three tensors and the cache, plus the batch and the rotation
     fn rope_kv_write(
         &self,

@@ -79,9 +79,8 @@ impl<B: Backend> Llama<B> {
         be.embed(&w.embed, &a.ids, c.embed_scale, &mut a.x)?; // x: [n_tokens, d_model]
         // Only as many layers as the cache holds (a shallow cache is a self-speculation draft).
         let layers = &w.layers[..w.layers.len().min(cache.layers.len())];
-        if let Some(first) = layers.first() {
-            be.rms_norm(&a.x, &first.attn_norm, eps, &mut a.xn)?; // xn: [n_tokens, d_model]
-        }
+        // The previous layer's output, added to x as the next norm reads it (None before layer 0).
+        let mut residual = None;
         w.begin_layers(be, layers.len())?; // streamed layers' copies start (model/offload.rs)
         for (i, (layer, kv)) in layers.iter().zip(cache.layers.iter_mut()).enumerate() {
             let m = w.matrices(be, i)?; // resident, or streamed into a ring slot
@@ -95,8 +94,11 @@ impl<B: Backend> Llama<B> {
             };
             // Attention block: x += [post_norm] W_o · attention(rope([norm] W_q · xn), cache ∪ rope([norm] W_k · xn), W_v · xn)
             // q: [n_tokens, n_heads · head_dim]; k, v: [n_tokens, n_kv_heads · head_dim]
+            // x += the previous layer's output; xn = norm(x): [n_tokens, d_model]; then q, k, v of xn
+            let y = residual.map(|out: Out| out.of(&a.xb, &a.xp));
+            let qkv = &mut [(&m.w_q, &mut a.q), (&m.w_k, &mut a.k), (&m.w_v, &mut a.v)];
+            be.norm_matmuls(&mut a.x, y, &layer.attn_norm, eps, &mut a.xn, qkv)?;
             observe(i, MatmulInput::Attn, &a.xn)?;
-            be.matmuls(&a.xn, &mut [(&m.w_q, &mut a.q), (&m.w_k, &mut a.k), (&m.w_v, &mut a.v)])?;
             if let (Some(b_q), Some(b_k), Some(b_v)) = (&layer.b_q, &layer.b_k, &layer.b_v) {
                 be.add_bias(&mut a.q, b_q)?;
                 be.add_bias(&mut a.k, b_k)?;
@@ -114,17 +116,14 @@ impl<B: Backend> Llama<B> {
             be.attention(&a.q, kv, &a.batch, &shape, &mut a.att)?; // att: [n_tokens, n_heads · head_dim]
             observe(i, MatmulInput::AttnOut, &a.att)?;
             be.matmul(&a.att, &m.w_o, &mut a.xb)?; // xb: [n_tokens, d_model]
-            match &layer.post_attn_norm {
-                Some(post) => {
-                    be.rms_norm(&a.xb, post, eps, &mut a.xp)?; // xp: [n_tokens, d_model]
-                    be.add_rms_norm(&mut a.x, &a.xp, &layer.ffn_norm, eps, &mut a.xn)?;
-                }
-                None => be.add_rms_norm(&mut a.x, &a.xb, &layer.ffn_norm, eps, &mut a.xn)?,
-            }
+            let attn_out = post_norm(be, layer.post_attn_norm.as_ref(), eps, &a.xb, &mut a.xp)?;
 
-            // Feed-forward block: x += [post_norm] W_down · (act(W_gate · xn) ⊙ W_up · xn), xn = next layer's norm(x)
+            // Feed-forward block: x += [post_norm] W_down · (act(W_gate · xn) ⊙ W_up · xn)
+            // x += attention's output; xn = norm(x); then gate, up of xn: [n_tokens, d_ff]
+            let gate_up = &mut [(&m.w_gate, &mut a.gate), (&m.w_up, &mut a.up)];
+            let y = attn_out.of(&a.xb, &a.xp);
+            be.norm_matmuls(&mut a.x, Some(y), &layer.ffn_norm, eps, &mut a.xn, gate_up)?;
             observe(i, MatmulInput::Ffn, &a.xn)?;
-            be.matmuls(&a.xn, &mut [(&m.w_gate, &mut a.gate), (&m.w_up, &mut a.up)])?; // [n_tokens, d_ff]
             // hidden_ff = act(gate) ⊙ up: [n_tokens, d_ff]; xb = W_down · hidden_ff: [n_tokens, d_model]
             match c.activation {
                 Activation::Silu => be.silu_mul_matmul(&a.gate, &a.up, &m.w_down, &mut a.hidden_ff, &mut a.xb)?,
@@ -135,21 +134,47 @@ impl<B: Backend> Llama<B> {
             }
             observe(i, MatmulInput::FfnDown, &a.hidden_ff)?;
             w.end_layer(be, i, layers.len())?; // its slot may take the next streamed layer
-            let out = match &layer.post_ffn_norm {
-                Some(post) => {
-                    be.rms_norm(&a.xb, post, eps, &mut a.xp)?;
-                    &a.xp
-                }
-                None => &a.xb,
-            };
-            match layers.get(i + 1) {
-                Some(next) => be.add_rms_norm(&mut a.x, out, &next.attn_norm, eps, &mut a.xn)?,
-                None => be.add_assign(&mut a.x, out)?,
-            }
+            residual = Some(post_norm(be, layer.post_ffn_norm.as_ref(), eps, &a.xb, &mut a.xp)?);
+        }
+        if let Some(out) = residual {
+            be.add_assign(&mut a.x, out.of(&a.xb, &a.xp))?; // the last layer's output
         }
         // Only the rows that need logits go through the (vocab-wide) output projection.
         be.gather_rows(&a.x, &a.logit_rows, &mut a.last)?; // last: [n_logits, d_model]
         be.rms_norm(&a.last, &w.output_norm, eps, &mut a.last_norm)?;
         be.matmul(&a.last_norm, w.lm_head(), &mut a.logits) // logits: [n_logits, vocab]
+    }
+}
+
+/// Where a sublayer left its output: in xb, or in xp when a post-norm ran on it (Gemma 3).
+#[derive(Clone, Copy)]
+enum Out {
+    Xb,
+    Xp,
+}
+
+impl Out {
+    fn of<'t, B: Backend>(self, xb: &'t Tensor<B>, xp: &'t Tensor<B>) -> &'t Tensor<B> {
+        match self {
+            Out::Xb => xb,
+            Out::Xp => xp,
+        }
+    }
+}
+
+/// A sublayer's output xb, post-normed into xp when the model has that norm.
+fn post_norm<B: Backend>(
+    be: &B,
+    norm: Option<&Tensor<B>>,
+    eps: f32,
+    xb: &Tensor<B>,
+    xp: &mut Tensor<B>,
+) -> Result<Out> {
+    match norm {
+        Some(gain) => {
+            be.rms_norm(xb, gain, eps, xp)?; // xp: [n_tokens, d_model]
+            Ok(Out::Xp)
+        }
+        None => Ok(Out::Xb),
     }
 }

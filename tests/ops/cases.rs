@@ -12,6 +12,7 @@ use ultra::quant::intn::Scheme;
 pub enum Family {
     Matmul,
     SiluMulMatmul,
+    NormMatmuls,
     Embed,
     RmsNorm,
     Rope,
@@ -29,9 +30,10 @@ pub enum Family {
 }
 
 impl Family {
-    pub const ALL: [Family; 16] = [
+    pub const ALL: [Family; 17] = [
         Family::Matmul,
         Family::SiluMulMatmul,
+        Family::NormMatmuls,
         Family::Embed,
         Family::RmsNorm,
         Family::Rope,
@@ -79,6 +81,15 @@ pub enum Op {
         m: usize,
         k: usize,
         n: usize,
+    },
+    /// xn = rms_norm(x [+ y]) [m, k] (`add`: with the residual y), then xn · wᵀ [m, n] and xn · w2ᵀ
+    /// [m, n + 3] (two parts sharing xn, as q and k do).
+    NormMatmuls {
+        format: Format,
+        m: usize,
+        k: usize,
+        n: usize,
+        add: bool,
     },
     /// dst = scale · table rows (1, or Gemma's sqrt(d_model)).
     Embed {
@@ -159,6 +170,7 @@ impl Op {
         match self {
             Op::Matmul { .. } => Family::Matmul,
             Op::SiluMulMatmul { .. } => Family::SiluMulMatmul,
+            Op::NormMatmuls { .. } => Family::NormMatmuls,
             Op::Embed { .. } => Family::Embed,
             Op::RmsNorm { .. } => Family::RmsNorm,
             Op::Rope { .. } => Family::Rope,
@@ -190,6 +202,9 @@ impl fmt::Display for Op {
             Op::Matmul { format, m, k, n } => write!(f, "matmul(format={},m={m},k={k},n={n})", format.name()),
             Op::SiluMulMatmul { format, m, k, n } => {
                 write!(f, "silu_mul_matmul(format={},m={m},k={k},n={n})", format.name())
+            }
+            Op::NormMatmuls { format, m, k, n, add } => {
+                write!(f, "norm_matmuls(format={},m={m},k={k},n={n},add={add})", format.name())
             }
             Op::Embed { format, vocab, d, n_tokens, scale } => {
                 write!(f, "embed(format={},vocab={vocab},d={d},n_tokens={n_tokens},scale={scale})", format.name())
@@ -279,10 +294,14 @@ pub fn tolerance_on(backend: &str, f16: bool, case: &Case) -> Tolerance {
         {
             Tolerance::Nmse(1e-5)
         }
-        Op::Matmul { format, .. } | Op::SiluMulMatmul { format, .. } if backend == "cuda" && format.is_quantized() => {
+        Op::Matmul { format, .. } | Op::SiluMulMatmul { format, .. } | Op::NormMatmuls { format, .. }
+            if backend == "cuda" && format.is_quantized() =>
+        {
             Tolerance::Nmse(5e-4)
         }
-        Op::Matmul { .. } | Op::SiluMulMatmul { .. } if backend == "wgpu_int8" => Tolerance::Nmse(5e-4),
+        Op::Matmul { .. } | Op::SiluMulMatmul { .. } | Op::NormMatmuls { .. } if backend == "wgpu_int8" => {
+            Tolerance::Nmse(5e-4)
+        }
         Op::Matmul { format, m, .. } if backend == "wgpu" && f16 && format.is_quantized() && m >= 64 => {
             Tolerance::Nmse(3e-5)
         }
@@ -378,6 +397,15 @@ pub fn all() -> Vec<Case> {
         for (m, k, n) in [(1, 1536, 40), (8, 96, 33), (13, 576, 7)] {
             let k = k_for(format, k);
             cases.push(case(Op::SiluMulMatmul { format, m, k, n }, Tolerance::Nmse(1e-7), FUSED_WHY));
+        }
+    }
+    // norm_matmuls: decode (m = 1, 8: cuda's norm writes the int8 planes) and a batch past it (m = 13),
+    // with and without the residual add; k = 576 is SmolLM2's d_model.
+    const NORM_WHY: &str = "one sum of squares, xn rounded to f32 once, then f32 accumulation over the weights";
+    for format in [Format::Q4_0, Format::Q5_1, Format::Q8_0, Format::Q4_K, Format::Q6_K, Format::F16] {
+        for (m, k, n, add) in [(1, 576, 40, true), (1, 256, 9, false), (8, 512, 33, true), (13, 256, 7, true)] {
+            let k = k_for(format, k);
+            cases.push(case(Op::NormMatmuls { format, m, k, n, add }, Tolerance::Nmse(1e-7), NORM_WHY));
         }
     }
     for format in Format::ALL {

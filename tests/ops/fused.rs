@@ -89,6 +89,53 @@ pub fn add_rms_norm<B: Backend>(b: &B) {
     }
 }
 
+/// norm_matmuls == [add_]rms_norm then matmuls, bit for bit (x, xn and every output): cuda's fused
+/// decode path writes the int8 planes in the norm's launch, exactly as quantizing xn afterwards
+/// would. Mixed formats: the float part reads xn itself.
+pub fn norm_matmuls<B: Backend>(b: &B) {
+    let (k, n) = (768, 45); // whole blocks of Q4_K's 256
+    let groups: [&[Format]; 5] = [
+        &[Format::Q4_0; 3],
+        &[Format::Q4_1; 2],
+        &[Format::Q8_0, Format::Q8_0],
+        &[Format::Q4_K],
+        &[Format::Q4_0, Format::F16],
+    ];
+    for formats in groups {
+        let mut rng = Rng::from_name(&format!("norm_matmuls {formats:?}"));
+        let weights: Vec<_> = formats
+            .iter()
+            .enumerate()
+            .map(|(i, &f)| upload(b, f, n + i, k, random_weight(&mut rng, f, n + i, k)).unwrap())
+            .collect();
+        let gain = f32_tensor(b, 1, k, &rng.fill(k, 0.5, 1.5)).unwrap();
+        for (m, add) in [(1, true), (1, false), (5, true), (8, false), (9, true)] {
+            let (x0, y) = (rng.fill(m * k, -3.0, 3.0), f32_tensor(b, m, k, &rng.fill(m * k, -3.0, 3.0)).unwrap());
+            let y = add.then_some(&y);
+            let run = |fused: bool| {
+                let (mut x, mut xn) = (f32_tensor(b, m, k, &x0).unwrap(), b.alloc(DType::F32, m, k).unwrap());
+                let mut outs: Vec<_> = weights.iter().map(|w| b.alloc(DType::F32, m, w.rows).unwrap()).collect();
+                let mut parts: Vec<_> = weights.iter().zip(outs.iter_mut()).collect();
+                if fused {
+                    b.norm_matmuls(&mut x, y, &gain, 1e-5, &mut xn, &mut parts).unwrap();
+                } else {
+                    match y {
+                        Some(y) => b.add_rms_norm(&mut x, y, &gain, 1e-5, &mut xn).unwrap(),
+                        None => b.rms_norm(&x, &gain, 1e-5, &mut xn).unwrap(),
+                    }
+                    b.matmuls(&xn, &mut parts).unwrap();
+                }
+                [&x, &xn].into_iter().chain(&outs).map(|t| read_f32(b, t).unwrap()).collect::<Vec<_>>()
+            };
+            let (got, want) = (run(true), run(false));
+            for (i, (g, w)) in got.iter().zip(&want).enumerate() {
+                let name = ["x", "xn"].get(i).map_or_else(|| format!("dst {}", i - 2), |s| s.to_string());
+                assert_bits_eq(&format!("norm_matmuls {formats:?} m={m} add={add}: {name}"), g, w);
+            }
+        }
+    }
+}
+
 /// silu_mul_matmul == silu_mul then matmul, bit for bit (hidden and dst): cuda's fused decode
 /// path writes the int8 planes while computing hidden, exactly as quantizing it afterwards would.
 pub fn silu_mul_matmul<B: Backend>(b: &B) {

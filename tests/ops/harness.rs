@@ -238,11 +238,18 @@ pub fn check_family<B: Backend + 'static>(backend: &B, family: Family) {
 fn tolerance_name<B: Backend + 'static>(backend: &B, op: &cases::Op) -> &'static str {
     use ultra::backend::cpu::{Activations, amx_runs};
     #[cfg(feature = "wgpu")]
-    if let (Some(w), cases::Op::Matmul { format, m, k, n } | cases::Op::SiluMulMatmul { format, m, k, n }) =
-        ((backend as &dyn std::any::Any).downcast_ref::<ultra::Wgpu>(), op)
-        && w.uses_int8_gemv(*format, *m, *k, *n)
-    {
-        return "wgpu_int8";
+    if let Some(w) = (backend as &dyn std::any::Any).downcast_ref::<ultra::Wgpu>() {
+        let gemv = match *op {
+            cases::Op::Matmul { format, m, k, n } | cases::Op::SiluMulMatmul { format, m, k, n } => {
+                Some((format, m, k, n))
+            }
+            // Both parts' rows: the one dispatch's.
+            cases::Op::NormMatmuls { format, m, k, n, .. } => Some((format, m, k, 2 * n + 3)),
+            _ => None,
+        };
+        if gemv.is_some_and(|(format, m, k, n)| w.uses_int8_gemv(format, m, k, n)) {
+            return "wgpu_int8";
+        }
     }
     let _ = op;
     match (backend as &dyn std::any::Any).downcast_ref::<ultra::Cpu>().map(|cpu| cpu.activations()) {

@@ -58,7 +58,7 @@ macro_rules! op_suite {
             $invariant_backend
 
             family_tests! {
-                matmul => Matmul, silu_mul_matmul => SiluMulMatmul, embed => Embed, rms_norm => RmsNorm, rope => Rope,
+                matmul => Matmul, silu_mul_matmul => SiluMulMatmul, norm_matmuls => NormMatmuls, embed => Embed, rms_norm => RmsNorm, rope => Rope,
                 rms_norm_rope => RmsNormRope, silu_mul => SiluMul, gelu_mul => GeluMul, add_assign => AddAssign,
                 add_bias => AddBias, gather_rows => GatherRows, kv_write => KvWrite,
                 attention => Attention, copy_slots => CopySlots, argmax => Argmax, top_k => TopK,
@@ -104,6 +104,12 @@ macro_rules! op_suite {
             fn rope_kv_write_equals_its_parts() {
                 if let Some(b) = backend() {
                     crate::fused::rope_kv_write(&*b)
+                }
+            }
+            #[test]
+            fn norm_matmuls_equals_its_parts() {
+                if let Some(b) = backend() {
+                    crate::fused::norm_matmuls(&*b)
                 }
             }
             #[test]

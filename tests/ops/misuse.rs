@@ -55,6 +55,35 @@ pub fn check<B: Backend>(b: &B) -> Vec<String> {
         b.silu_mul_matmul(&f32s(1, 32), &f32s(1, 32), &w, &mut f32s(1, 32), &mut f32s(1, 3)),
     );
     expect(
+        "norm_matmuls with y of the wrong shape",
+        &shape("add_rms_norm", [1, 32], [1, 31]),
+        b.norm_matmuls(
+            &mut f32s(1, 32),
+            Some(&f32s(1, 31)),
+            &f32s(1, 32),
+            1e-5,
+            &mut f32s(1, 32),
+            &mut [(&w, &mut f32s(1, 4))],
+        ),
+    );
+    expect(
+        "norm_matmuls with xn of the wrong shape",
+        &shape("rms_norm", [1, 32], [1, 31]),
+        b.norm_matmuls(&mut f32s(1, 32), None, &f32s(1, 32), 1e-5, &mut f32s(1, 31), &mut [(&w, &mut f32s(1, 4))]),
+    );
+    expect(
+        "norm_matmuls with a part's dst of the wrong shape",
+        &shape("matmul", [1, 4], [1, 3]),
+        b.norm_matmuls(
+            &mut f32s(1, 32),
+            Some(&f32s(1, 32)),
+            &f32s(1, 32),
+            1e-5,
+            &mut f32s(1, 32),
+            &mut [(&w, &mut f32s(1, 3))],
+        ),
+    );
+    expect(
         "write_f32 into a u32 tensor",
         &invalid("write_f32: the tensor must be F32, got U32"),
         b.write_f32(&mut u32s(1, 2, &[0, 0]), &[1.0]),

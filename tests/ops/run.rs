@@ -32,6 +32,26 @@ pub fn run<B: Backend>(b: &B, op: &Op, rng: &mut Rng) -> Outcome {
             b.silu_mul_matmul(&gate, &up, &w, &mut hidden, &mut dst)?;
             Ok((expected, widen(&read_f32(b, &dst)?)))
         }
+        Op::NormMatmuls { format, m, k, n, add } => {
+            let (x_host, y_host, gain_host) =
+                (rng.fill(m * k, -3.0, 3.0), rng.fill(m * k, -3.0, 3.0), rng.fill(k, 0.5, 1.5));
+            // x + y rounded to f32 (the residual stream is f32), then the norm, rounded as xn is.
+            let sum: Vec<f32> = x_host.iter().zip(&y_host).map(|(x, y)| if add { x + y } else { *x }).collect();
+            let xn_host: Vec<f32> =
+                reference::rms_norm(&widen(&sum), &gain_host, 1e-5, k).iter().map(|&v| v as f32).collect();
+            let (bytes, bytes2) = (random_weight(rng, format, n, k), random_weight(rng, format, n + 3, k));
+            let mut expected = reference::matmul(&xn_host, &dequantize(format, &bytes, n, k), m, k, n);
+            expected.extend(reference::matmul(&xn_host, &dequantize(format, &bytes2, n + 3, k), m, k, n + 3));
+            let (mut x, y, gain) =
+                (f32_tensor(b, m, k, &x_host)?, f32_tensor(b, m, k, &y_host)?, f32_tensor(b, 1, k, &gain_host)?);
+            let (w, w2) = (upload(b, format, n, k, bytes)?, upload(b, format, n + 3, k, bytes2)?);
+            let (mut xn, mut dst, mut dst2) =
+                (b.alloc(DType::F32, m, k)?, b.alloc(DType::F32, m, n)?, b.alloc(DType::F32, m, n + 3)?);
+            b.norm_matmuls(&mut x, add.then_some(&y), &gain, 1e-5, &mut xn, &mut [(&w, &mut dst), (&w2, &mut dst2)])?;
+            let mut actual = widen(&read_f32(b, &dst)?);
+            actual.extend(widen(&read_f32(b, &dst2)?));
+            Ok((expected, actual))
+        }
         Op::Embed { format, vocab, d, n_tokens, scale } => {
             let bytes = random_weight(rng, format, vocab, d);
             let table_host = dequantize(format, &bytes, vocab, d);

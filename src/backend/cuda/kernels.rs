@@ -113,9 +113,18 @@ macro_rules! registry {
 
 registry! {
     units {
-    RmsNorm: ["rms_norm.cu"] => { RMS_NORM = "rms_norm", ADD_RMS_NORM = "add_rms_norm" }
+    RmsNorm: ["quantize_q8_1.cu", "rms_norm.cu"] => {
+        RMS_NORM = "rms_norm",
+        ADD_RMS_NORM = "add_rms_norm",
+        RMS_NORM_Q8 = "rms_norm_q8",
+        ADD_RMS_NORM_Q8 = "add_rms_norm_q8",
+    }
     Rope: ["rope.cu"] => { ROPE = "rope" }
     RmsNormRope: ["rope.cu", "rms_norm_rope.cu"] => { RMS_NORM_ROPE = "rms_norm_rope" }
+    RopeKvWrite: ["rope.cu", "rope_kv_write.cu"] => {
+        ROPE_KV_WRITE = "rope_kv_write",
+        ROPE_KV_WRITE_F16 = "rope_kv_write_f16",
+    }
     SiluMul: ["quantize_q8_1.cu", "silu_mul.cu"] => { SILU_MUL = "silu_mul", SILU_MUL_Q8 = "silu_mul_q8" }
     GeluMul: ["gelu_mul.cu"] => { GELU_MUL = "gelu_mul" }
     AddAssign: ["add_assign.cu"] => { ADD_ASSIGN = "add_assign" }

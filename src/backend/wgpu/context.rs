@@ -471,7 +471,7 @@ impl Context {
             },
             count: None,
         }];
-        for (i, &writes) in v.kernel.writes().iter().enumerate() {
+        for (i, &writes) in v.writes().iter().enumerate() {
             entries.push(wgpu::BindGroupLayoutEntry {
                 binding: i as u32 + 1,
                 visibility: wgpu::ShaderStages::COMPUTE,

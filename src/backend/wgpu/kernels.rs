@@ -5,7 +5,8 @@
 //! with the group size a constant) to their body; matmul joins the reduction it was built with,
 //! matmul_tiled the K step of its arithmetic (`tile32_f32.wgsl` or `tile32_f16.wgsl`), matmul_coop
 //! its matrix side, subgroup size and matrix type aliases; the two RMSNorm kernels their output
-//! loop (`norm_apply`); the two kernels that write int8 x their block writer (`q8_blocks`); the
+//! loop (`norm_apply`, or with `q8` `norm_apply_q8`, which also writes dst's int8 blocks); the
+//! kernels that write int8 x their block writer (`q8_blocks`); the
 //! attention kernels join the chunk routine and the softmax fold they share (`attention_chunk`,
 //! `attention_fold`), which is what keeps split-K and tiled attention bit-identical.
 
@@ -97,7 +98,8 @@ pub struct Variant {
     /// TPR = split × the subgroup size, the team's subgroup sums combined in workgroup memory).
     pub split: u32,
     /// matmul_vec, matmul_vec_parts: x is int8 blocks (`quantize_q8.wgsl`) and the block products
-    /// integer dot products (`gemv_xq8.wgsl`); only for formats with `int8_gemv`.
+    /// integer dot products (`gemv_xq8.wgsl`); only for formats with `int8_gemv`. rms_norm,
+    /// add_rms_norm: dst's int8 blocks are written too (`norm_apply_q8.wgsl`).
     pub q8: bool,
     /// attention, attention_tiled: the KV cache holds IEEE halves, two per u32 word (read with
     /// `unpack2x16float`, so no SHADER_F16 is needed).
@@ -121,6 +123,21 @@ impl Variant {
             q8: false,
             kv_f16: false,
         }
+    }
+
+    /// Whether each storage binding (1, 2, …) is written: the kernel's, and for a norm with
+    /// `q8` its int8 blocks last.
+    pub fn writes(&self) -> Vec<bool> {
+        let mut writes = self.kernel.writes().to_vec();
+        if self.q8_norm() {
+            writes.push(true);
+        }
+        writes
+    }
+
+    /// rms_norm or add_rms_norm that also writes dst's int8 blocks (`norm_apply_q8.wgsl`).
+    fn q8_norm(&self) -> bool {
+        self.q8 && matches!(self.kernel, Kernel::RmsNorm | Kernel::AddRmsNorm)
     }
 
     pub fn label(&self) -> String {
@@ -202,10 +219,14 @@ impl Variant {
             src += &helpers(Some(format));
             src += decoder(format);
         }
-        if matches!(self.kernel, Kernel::RmsNorm | Kernel::AddRmsNorm) {
+        if matches!(self.kernel, Kernel::RmsNorm | Kernel::AddRmsNorm) && self.q8 {
+            // The int8 blocks' binding follows the kernel's own (`writes`).
+            src += &format!("@group(0) @binding({}) var<storage, read_write> xq: array<u32>;\n", self.writes().len());
+            src += shader!("norm_apply_q8");
+        } else if matches!(self.kernel, Kernel::RmsNorm | Kernel::AddRmsNorm) {
             src += shader!("norm_apply");
         }
-        if matches!(self.kernel, Kernel::QuantizeQ8 | Kernel::SiluMulQ8) {
+        if matches!(self.kernel, Kernel::QuantizeQ8 | Kernel::SiluMulQ8) || self.q8_norm() {
             src += shader!("q8_blocks");
         }
         if matches!(self.kernel, Kernel::Rope | Kernel::RmsNormRope | Kernel::RopeKvWrite) {
@@ -303,6 +324,9 @@ impl Variant {
                 }
                 Kernel::Attention | Kernel::AttentionTiled => {
                     out.extend([false, true].map(|kv_f16| Variant { kv_f16, ..Variant::plain(kernel) }))
+                }
+                Kernel::RmsNorm | Kernel::AddRmsNorm => {
+                    out.extend([false, true].map(|q8| Variant { q8, ..Variant::plain(kernel) }))
                 }
                 _ => out.push(Variant::plain(kernel)),
             }

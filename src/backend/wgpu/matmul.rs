@@ -50,10 +50,10 @@
 
 use std::sync::Arc;
 
-use super::Wgpu;
 use super::context::GpuBuffer;
 use super::kernels::{Kernel, TILED_SIDES, VEC_UNROLLS, VEC_WG, Variant, gemv_sums_x, int8_gemv, vec_wg};
 use super::memory::WeightPart;
+use super::{Wgpu, norm};
 use crate::backend::{Tensor, Weight, check};
 use crate::error::{Error, Result};
 use crate::quant::Format;
@@ -80,7 +80,7 @@ const TILED_KS: u32 = 64;
 /// flight to keep an H100 busy (benches/notes/wgpu.md v16).
 const SPLIT_BELOW_ROWS: usize = 16384;
 /// Bytes of one 32-value block of int8 x (`quantize_q8.wgsl`): 32 quants, d and s.
-const Q8_BLOCK_BYTES: usize = 40;
+pub(super) const Q8_BLOCK_BYTES: usize = 40;
 /// matmul_coop's slab row stride in halves (`KP`).
 const COOP_KP: u32 = 72;
 
@@ -211,26 +211,78 @@ fn gemv(be: &Wgpu, format: Format, m: usize, n: usize, q8: bool) -> Result<(Vari
 /// quantized format whose m takes the GEMV. The small k and v projections then share the GPU with
 /// q instead of each filling it alone, and a layer has two dispatches fewer. Each output's sum is
 /// the separate GEMV's, bit for bit. Otherwise one `matmul` each.
-pub fn matmuls(be: &Wgpu, x: &Tensor<Wgpu>, parts: &mut [(&Weight<Wgpu>, &mut Tensor<Wgpu>)]) -> Result<()> {
+pub fn matmuls(be: &Wgpu, x: &Tensor<Wgpu>, parts: &mut [Part]) -> Result<()> {
     for (w, dst) in parts.iter() {
         check::matmul(x, w, dst)?;
     }
-    let m = x.rows;
+    let Some(format) = shared_format(be, x.rows, parts) else {
+        return parts.iter_mut().try_for_each(|(w, dst)| matmul(be, x, w, dst));
+    };
+    let xq = if takes_int8_gemv(be, format, x.rows, x.cols, rows(parts)) { Some(quantize_x(be, x)?) } else { None };
+    gemv_parts(be, x, xq.as_deref(), format, parts)
+}
+
+/// [x += y, then] xn = rms_norm(x), then `matmuls` of xn. Where the matmuls are one
+/// `matmul_vec_parts` dispatch on int8 x, the norm's dispatch also writes xn's int8 blocks
+/// (`norm::norm_q8`: the blocks quantize_q8 would make of that xn) and the GEMV reads them: one
+/// dispatch fewer. Otherwise the norm, then `matmuls`. The same bits either way (the op table's
+/// `norm_matmuls_equals_its_parts`).
+pub fn norm_matmuls(
+    be: &Wgpu,
+    x: &mut Tensor<Wgpu>,
+    y: Option<&Tensor<Wgpu>>,
+    gain: &Tensor<Wgpu>,
+    eps: f32,
+    xn: &mut Tensor<Wgpu>,
+    parts: &mut [Part],
+) -> Result<()> {
+    // The default's order of checks: the norm's, then each matmul's.
+    check::norm(x, y, gain, xn)?;
+    for (w, dst) in parts.iter() {
+        check::matmul(xn, w, dst)?;
+    }
+    let (m, k) = (xn.rows, xn.cols);
+    let int8 = shared_format(be, m, parts).filter(|&f| takes_int8_gemv(be, f, m, k, rows(parts)));
+    match int8 {
+        Some(format) if k.is_multiple_of(32) => {
+            let xq = norm::norm_q8(be, x, y, gain, eps, xn)?;
+            gemv_parts(be, xn, Some(&xq), format, parts)
+        }
+        _ => {
+            match y {
+                Some(y) => norm::add_rms_norm(be, x, y, gain, eps, xn)?,
+                None => norm::rms_norm(be, x, gain, eps, xn)?,
+            }
+            matmuls(be, xn, parts)
+        }
+    }
+}
+
+/// One matmul of a `matmuls` call: its weight and its output.
+type Part<'a, 'b> = (&'a Weight<Wgpu>, &'b mut Tensor<Wgpu>);
+
+/// The format of a `matmuls` call that runs as one `matmul_vec_parts` dispatch, or None.
+fn shared_format(be: &Wgpu, m: usize, parts: &[Part]) -> Option<Format> {
     let format = parts.first().map(|(w, _)| w.format);
-    let shared = format.filter(|&f| {
+    format.filter(|&f| {
         (2..=3).contains(&parts.len())
             && f.is_quantized()
             && coop(be, f, m).is_none()
             && parts
                 .iter()
                 .all(|(w, _)| w.format == f && w.storage.parts.len() == 1 && tiled(be, f, m, w.rows).is_none())
-    });
-    let Some(format) = shared else {
-        return parts.iter_mut().try_for_each(|(w, dst)| matmul(be, x, w, dst));
-    };
-    let rows = parts.iter().map(|(w, _)| w.rows).sum();
-    let xq = if takes_int8_gemv(be, format, m, x.cols, rows) { Some(quantize_x(be, x)?) } else { None };
-    let (one, rows_per_group) = gemv(be, format, m, rows, xq.is_some())?;
+    })
+}
+
+/// Weight rows of all the parts together.
+fn rows(parts: &[Part]) -> usize {
+    parts.iter().map(|(w, _)| w.rows).sum()
+}
+
+/// The `matmul_vec_parts` dispatch of parts that `shared_format` took, on x or its int8 blocks `xq`.
+fn gemv_parts(be: &Wgpu, x: &Tensor<Wgpu>, xq: Option<&GpuBuffer>, format: Format, parts: &mut [Part]) -> Result<()> {
+    let m = x.rows;
+    let (one, rows_per_group) = gemv(be, format, m, rows(parts), xq.is_some())?;
     let v = Variant { kernel: Kernel::MatmulVecParts, parts: parts.len() as u32, ..one };
     let whole: Vec<&WeightPart> = parts.iter().map(|(w, _)| &w.storage.parts[0]).collect();
     let groups: Vec<u32> = whole.iter().map(|p| p.rows.div_ceil(rows_per_group) as u32).collect();
@@ -244,7 +296,7 @@ pub fn matmuls(be: &Wgpu, x: &Tensor<Wgpu>, parts: &mut [(&Weight<Wgpu>, &mut Te
     // buffer nothing reads.
     let w_buf = |i: usize| &whole[i.min(whole.len() - 1)].buf;
     let d_buf = |i: usize| parts.get(i).map_or(&be.ctx.unused, |(_, d)| &d.buf);
-    let bufs = [w_buf(0), w_buf(1), w_buf(2), xq.as_deref().unwrap_or(&x.buf), d_buf(0), d_buf(1), d_buf(2)];
+    let bufs = [w_buf(0), w_buf(1), w_buf(2), xq.unwrap_or(&x.buf), d_buf(0), d_buf(1), d_buf(2)];
     let grid = [groups.iter().sum(), m.div_ceil(v.mb as usize) as u32, 1];
     be.ctx.dispatch(v, &bufs, &params, grid)
 }

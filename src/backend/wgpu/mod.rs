@@ -211,6 +211,17 @@ impl Backend for Wgpu {
     ) -> Result<()> {
         norm::add_rms_norm(self, x, y, gain, eps, dst)
     }
+    fn norm_matmuls(
+        &self,
+        x: &mut Tensor<Self>,
+        y: Option<&Tensor<Self>>,
+        gain: &Tensor<Self>,
+        eps: f32,
+        xn: &mut Tensor<Self>,
+        parts: &mut [(&Weight<Self>, &mut Tensor<Self>)],
+    ) -> Result<()> {
+        matmul::norm_matmuls(self, x, y, gain, eps, xn, parts)
+    }
     fn rope(
         &self,
         x: &mut Tensor<Self>,

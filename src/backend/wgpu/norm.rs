@@ -1,7 +1,11 @@
 //! RMSNorm (`shaders/rms_norm.wgsl`), alone or after the residual add (`shaders/add_rms_norm.wgsl`,
-//! one dispatch for both): one workgroup per row.
+//! one dispatch for both): one workgroup per row. With `Variant::q8` the same dispatch also writes
+//! dst's int8 blocks for the int8 GEMV that reads them next (`norm_apply_q8.wgsl`).
+
+use std::sync::Arc;
 
 use super::Wgpu;
+use super::context::GpuBuffer;
 use super::kernels::{Kernel, Variant};
 use crate::backend::{Tensor, check};
 use crate::error::Result;
@@ -10,7 +14,7 @@ pub fn rms_norm(be: &Wgpu, x: &Tensor<Wgpu>, gain: &Tensor<Wgpu>, eps: f32, dst:
     let (rows, d) = (x.rows, x.cols);
     check::rms_norm(x, gain, dst)?;
     let v = Variant::plain(Kernel::RmsNorm);
-    be.ctx.dispatch(v, &[&x.buf, &gain.buf, &dst.buf], &[d as u32, eps.to_bits()], [rows as u32, 1, 1])
+    be.ctx.dispatch(v, &[&x.buf, &gain.buf, &dst.buf], &[d as u32, eps.to_bits(), rows as u32], [rows as u32, 1, 1])
 }
 
 /// x += y, then dst = rms_norm(x): add_assign's then rms_norm's bits, one dispatch.
@@ -25,5 +29,34 @@ pub fn add_rms_norm(
     let (rows, d) = (x.rows, x.cols);
     check::add_rms_norm(x, y, gain, dst)?;
     let v = Variant::plain(Kernel::AddRmsNorm);
-    be.ctx.dispatch(v, &[&x.buf, &y.buf, &gain.buf, &dst.buf], &[d as u32, eps.to_bits()], [rows as u32, 1, 1])
+    let params = [d as u32, eps.to_bits(), rows as u32];
+    be.ctx.dispatch(v, &[&x.buf, &y.buf, &gain.buf, &dst.buf], &params, [rows as u32, 1, 1])
+}
+
+/// [x += y, then] dst = rms_norm(x), and dst's rows as int8 blocks (`q8_blocks.wgsl`, in the
+/// context's int8-x buffer) in the same dispatch; x.cols must be a multiple of 32.
+pub(super) fn norm_q8(
+    be: &Wgpu,
+    x: &mut Tensor<Wgpu>,
+    y: Option<&Tensor<Wgpu>>,
+    gain: &Tensor<Wgpu>,
+    eps: f32,
+    dst: &mut Tensor<Wgpu>,
+) -> Result<Arc<GpuBuffer>> {
+    let (rows, d) = (x.rows, x.cols);
+    assert!(d.is_multiple_of(32), "norm_q8: rows of {d} values are not whole blocks");
+    check::norm(x, y, gain, dst)?;
+    let xq = be.ctx.int8_x((rows * (d / 32) * super::matmul::Q8_BLOCK_BYTES) as u64)?;
+    let params = [d as u32, eps.to_bits(), rows as u32];
+    match y {
+        Some(y) => {
+            let v = Variant { q8: true, ..Variant::plain(Kernel::AddRmsNorm) };
+            be.ctx.dispatch(v, &[&x.buf, &y.buf, &gain.buf, &dst.buf, &xq], &params, [rows as u32, 1, 1])?
+        }
+        None => {
+            let v = Variant { q8: true, ..Variant::plain(Kernel::RmsNorm) };
+            be.ctx.dispatch(v, &[&x.buf, &gain.buf, &dst.buf, &xq], &params, [rows as u32, 1, 1])?
+        }
+    }
+    Ok(xq)
 }
