@@ -9,13 +9,6 @@
 //               dst next (quantize_q8_1.cu, joined before this file), saving its quantize launch;
 //               d % 32 == 0, so each warp's 32 consecutive values are one block of the planes
 
-// Where the _q8 entries write dst's int8 planes (unused by the plain entries).
-struct Q8Out {
-    signed char* xq;
-    float2* xds;
-    u64 total;
-};
-
 // Output value i of the row: dst[i] = v, and with Q8 its lane of the planes' block (every lane of the
 // warp calls, each with a value of the same 32-value block).
 template <bool Q8>

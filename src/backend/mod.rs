@@ -381,6 +381,24 @@ pub trait Backend: Send + Sync + Sized + 'static {
         shape: &AttnShape,
         dst: &mut Tensor<Self>,
     ) -> Result<()>;
+    /// `attention` into att, then dst = att · wᵀ (the output projection) as one op, so a backend may
+    /// hand the matmul what attention made of att (cuda's decode path writes att's int8 planes as
+    /// it finishes each head). att is written either way. By default `attention` then `matmul`.
+    ///       att: [n_tokens, n_heads · head_dim]; w: [n, n_heads · head_dim]; dst: [n_tokens, n]
+    #[allow(clippy::too_many_arguments)] // attention's and the matmul's
+    fn attention_matmul(
+        &self,
+        q: &Tensor<Self>,
+        cache: &KvLayer<Self>,
+        batch: &AttnBatch<Self>,
+        shape: &AttnShape,
+        att: &mut Tensor<Self>,
+        w: &Weight<Self>,
+        dst: &mut Tensor<Self>,
+    ) -> Result<()> {
+        self.attention(q, cache, batch, shape, att)?;
+        self.matmul(att, w, dst)
+    }
     /// Copies KV slots [src, src + n) to [dst, dst + n) (copy-on-write of a shared page).
     fn copy_slots(&self, cache: &mut KvLayer<Self>, src: usize, dst: usize, n: usize) -> Result<()>;
 

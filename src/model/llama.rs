@@ -113,9 +113,9 @@ impl<B: Backend> Llama<B> {
                 // rope(q), rope(k), then cache[slot[t]] = k[t], v[t]
                 _ => be.rope_kv_write(&mut a.q, &mut a.k, &a.v, &a.batch, &at.rope, ff, kv)?,
             }
-            be.attention(&a.q, kv, &a.batch, &shape, &mut a.att)?; // att: [n_tokens, n_heads · head_dim]
+            // att: [n_tokens, n_heads · head_dim]; xb = W_o · att: [n_tokens, d_model]
+            be.attention_matmul(&a.q, kv, &a.batch, &shape, &mut a.att, &m.w_o, &mut a.xb)?;
             observe(i, MatmulInput::AttnOut, &a.att)?;
-            be.matmul(&a.att, &m.w_o, &mut a.xb)?; // xb: [n_tokens, d_model]
             let attn_out = post_norm(be, layer.post_attn_norm.as_ref(), eps, &a.xb, &mut a.xp)?;
 
             // Feed-forward block: x += [post_norm] W_down · (act(W_gate · xn) ⊙ W_up · xn)

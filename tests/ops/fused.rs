@@ -4,8 +4,10 @@
 use ultra::backend::{AttnBatch, DType, KvLayer, Rope, RopeStyle};
 use ultra::{Backend, Format};
 
+use crate::cases::AttnCase;
 use crate::harness::{Rng, f32_tensor, random_weight, read_f32, u32_tensor, upload};
 use crate::invariance::assert_bits_eq;
+use crate::run::PagedAttention;
 
 pub fn matmuls<B: Backend>(b: &B) {
     let k = 576;
@@ -131,6 +133,56 @@ pub fn norm_matmuls<B: Backend>(b: &B) {
             for (i, (g, w)) in got.iter().zip(&want).enumerate() {
                 let name = ["x", "xn"].get(i).map_or_else(|| format!("dst {}", i - 2), |s| s.to_string());
                 assert_bits_eq(&format!("norm_matmuls {formats:?} m={m} add={add}: {name}"), g, w);
+            }
+        }
+    }
+}
+
+/// attention_matmul == attention then matmul, bit for bit (att and dst): cuda's fused decode path
+/// writes att's int8 planes as it finishes each head, exactly as quantizing att afterwards would.
+/// Decode batches of 1, 3 and 8 sequences (GQA and not, 32-, 64- and 128-dim heads, several splits'
+/// worth of keys), a batch past the GEMV (9 tokens), f32 and f16 caches.
+pub fn attention_matmul<B: Backend>(b: &B) {
+    // (seq_lens, new tokens per sequence, n_heads, n_kv_heads, head_dim)
+    let shapes: [(&[usize], usize, usize, usize, usize); 4] = [
+        (&[37], 1, 8, 2, 64),
+        (&[300, 21, 5], 1, 4, 4, 128),
+        (&[40, 33, 9, 70, 12, 3, 18, 25], 1, 8, 2, 32),
+        (&[50], 9, 4, 1, 64),
+    ];
+    for (seq_lens, new, n_heads, n_kv_heads, head_dim) in shapes {
+        for kv in [DType::F32, DType::F16] {
+            if kv == DType::F16 && b.alloc(kv, 1, 2).is_err() {
+                continue; // a backend without f16 tensors (the cpu)
+            }
+            for format in [Format::Q4_0, Format::Q8_0, Format::Q4_K, Format::F16] {
+                let what = format!(
+                    "attention_matmul {seq_lens:?}+{new} heads={n_heads}/{n_kv_heads} hd={head_dim} {kv:?} {}",
+                    format.name()
+                );
+                let mut rng = Rng::from_name(&what);
+                let case = AttnCase {
+                    seq_lens: seq_lens.to_vec(),
+                    new_tokens: vec![new; seq_lens.len()],
+                    n_heads,
+                    n_kv_heads,
+                    head_dim,
+                    block_size: 16,
+                    window: None,
+                    kv,
+                };
+                let setup = PagedAttention::new(&mut rng, &case);
+                let all: Vec<usize> = (0..setup.tokens.len()).collect();
+                let (q, cache, batch) = setup.inputs(b, &all).unwrap();
+                let (m, k, n) = (q.rows, q.cols, 45);
+                let w = upload(b, format, n, k, random_weight(&mut rng, format, n, k)).unwrap();
+                let (mut att, mut dst) = (b.alloc(DType::F32, m, k).unwrap(), b.alloc(DType::F32, m, n).unwrap());
+                b.attention_matmul(&q, &cache, &batch, &setup.shape(), &mut att, &w, &mut dst).unwrap();
+                let (mut att2, mut dst2) = (b.alloc(DType::F32, m, k).unwrap(), b.alloc(DType::F32, m, n).unwrap());
+                b.attention(&q, &cache, &batch, &setup.shape(), &mut att2).unwrap();
+                b.matmul(&att2, &w, &mut dst2).unwrap();
+                assert_bits_eq(&format!("{what}: att"), &read_f32(b, &att).unwrap(), &read_f32(b, &att2).unwrap());
+                assert_bits_eq(&format!("{what}: dst"), &read_f32(b, &dst).unwrap(), &read_f32(b, &dst2).unwrap());
             }
         }
     }

@@ -113,6 +113,12 @@ macro_rules! op_suite {
                 }
             }
             #[test]
+            fn attention_matmul_equals_its_parts() {
+                if let Some(b) = backend() {
+                    crate::fused::attention_matmul(&*b)
+                }
+            }
+            #[test]
             fn silu_mul_matmul_equals_its_parts() {
                 if let Some(b) = backend() {
                     crate::fused::silu_mul_matmul(&*b)

@@ -226,6 +226,28 @@ pub fn check<B: Backend>(b: &B) -> Vec<String> {
         let mut dst = f32s(1, 16);
         b.attention(&f32s(1, 16), &cache, &batch, shape, &mut dst)
     };
+    let attend_matmul = |table: &[u32], w: &ultra::backend::Weight<B>, n: usize| {
+        let batch = AttnBatch {
+            seq: u32s(1, 1, &[0]),
+            pos: u32s(1, 1, &[7]),
+            slot: u32s(1, 1, &[0]),
+            block_table: u32s(1, 2, table),
+            block_size: 4,
+            decode: true,
+        };
+        let (mut att, mut dst) = (f32s(1, 16), f32s(1, n));
+        b.attention_matmul(&f32s(1, 16), &cache, &batch, &shape_ok, &mut att, w, &mut dst)
+    };
+    expect(
+        "attention_matmul with a block id outside the cache",
+        &invalid("attention: token 0: block 4 outside the cache's 4"),
+        attend_matmul(&[2, 4], &w, 4),
+    );
+    expect(
+        "attention_matmul with w of another width than att",
+        &shape("matmul", [1, 32], [1, 16]),
+        attend_matmul(&[2, 0], &w, 4),
+    );
     let control = attend(0, 7, &[2, 0], &shape_ok);
     let attn = |s: &str| invalid(&format!("attention: {s}"));
     expect(

@@ -2,7 +2,7 @@
 //! oracle's answer. Returns (expected, actual) for harness::compare.
 
 use ultra::Backend;
-use ultra::backend::{AttnBatch, AttnShape, DType, KvLayer};
+use ultra::backend::{AttnBatch, AttnShape, DType, KvLayer, Tensor};
 
 use crate::cases::{AttnCase, Op};
 use crate::harness::{Rng, dequantize, f32_tensor, random_weight, read_f32, read_u32, u32_tensor, upload, widen};
@@ -317,6 +317,14 @@ impl PagedAttention {
 
     /// The backend's output for the batch tokens `which` (indices into `tokens`), in that order.
     pub fn run<B: Backend>(&self, b: &B, which: &[usize]) -> ultra::Result<Vec<f32>> {
+        let (q, cache, batch) = self.inputs(b, which)?;
+        let mut dst = b.alloc(DType::F32, q.rows, q.cols)?;
+        b.attention(&q, &cache, &batch, &self.shape(), &mut dst)?;
+        read_f32(b, &dst)
+    }
+
+    /// q, the cache and the batch of the tokens `which` (indices into `tokens`), in that order.
+    pub fn inputs<B: Backend>(&self, b: &B, which: &[usize]) -> ultra::Result<(Tensor<B>, KvLayer<B>, AttnBatch<B>)> {
         let a = &self.case;
         let (q_dim, kv_dim, n) = (a.n_heads * a.head_dim, a.n_kv_heads * a.head_dim, which.len());
         let q_host: Vec<f32> = which.iter().flat_map(|&t| self.q[t * q_dim..][..q_dim].to_vec()).collect();
@@ -331,9 +339,7 @@ impl PagedAttention {
             block_size: a.block_size,
             decode: seq.iter().collect::<std::collections::HashSet<_>>().len() == n,
         };
-        let mut dst = b.alloc(DType::F32, n, q_dim)?;
-        b.attention(&f32_tensor(b, n, q_dim, &q_host)?, &cache, &batch, &self.shape(), &mut dst)?;
-        read_f32(b, &dst)
+        Ok((f32_tensor(b, n, q_dim, &q_host)?, cache, batch))
     }
 
     /// The oracle over the contiguous K/V of each sequence, for every batch token.

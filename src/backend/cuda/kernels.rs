@@ -132,7 +132,7 @@ registry! {
     GatherRows: ["gather_rows.cu"] => { GATHER_ROWS = "gather_rows" }
     KvWrite: ["kv_write.cu"] => { KV_WRITE = "kv_write", KV_WRITE_F16 = "kv_write_f16" }
     CopySlots: ["copy_slots.cu"] => { COPY_SLOTS = "copy_slots", COPY_SLOTS_F16 = "copy_slots_f16" }
-    Attention: ["attention_prefill.cu", "attention.cu", "attention_batch.cu"] => {
+    Attention: ["quantize_q8_1.cu", "attention_prefill.cu", "attention.cu", "attention_batch.cu"] => {
         ATTENTION_64 = "attention_64",
         ATTENTION_128 = "attention_128",
         ATTENTION_256 = "attention_256",

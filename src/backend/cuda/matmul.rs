@@ -199,8 +199,20 @@ pub fn silu_mul_matmul(
     }
     let mut planes = Planes::hold(cuda, hidden.len())?;
     super::elementwise::silu_mul_q8(cuda, gate, up, hidden, &mut planes)?;
+    gemv_planes(cuda, hidden, w, dst, &mut planes)
+}
+
+/// dst = x · wᵀ by the GEMV (m ≤ 8, w quantized, shapes checked) on x's int8 planes, which the
+/// caller's launch wrote.
+pub(super) fn gemv_planes(
+    cuda: &Cuda,
+    x: &Tensor<Cuda>,
+    w: &Weight<Cuda>,
+    dst: &mut Tensor<Cuda>,
+    planes: &mut Planes,
+) -> Result<()> {
     let pointers = planes.pointers(cuda);
-    gemv(cuda, hidden, &mut [(w, dst)], pointers)
+    gemv(cuda, x, &mut [(w, dst)], pointers)
 }
 
 /// Shapes and dtypes of one matmul; false when there is nothing to compute.

@@ -208,6 +208,20 @@ impl Backend for Cuda {
     ) -> Result<()> {
         self.op(|| attention::label(q), || attention::attention(self, q, cache, batch, shape, dst))
     }
+    fn attention_matmul(
+        &self,
+        q: &Tensor<Self>,
+        cache: &KvLayer<Self>,
+        batch: &AttnBatch<Self>,
+        shape: &AttnShape,
+        att: &mut Tensor<Self>,
+        w: &Weight<Self>,
+        dst: &mut Tensor<Self>,
+    ) -> Result<()> {
+        self.note_matmul(att.rows, matmul::weight_bytes(w));
+        let label = self.profiler.as_ref().map(|_| matmul::label_fused("attention", att, w)).unwrap_or_default();
+        self.op(|| label, || attention::attention_matmul(self, q, cache, batch, shape, att, w, dst))
+    }
     fn copy_slots(&self, cache: &mut KvLayer<Self>, src: usize, dst: usize, n: usize) -> Result<()> {
         self.op(|| ("copy_slots".into(), 0), || attention::copy_slots(self, cache, src, dst, n))
     }
