@@ -2,7 +2,9 @@
 //                    part[t, h], j0 = first_key(pos[t], window) (the chunks attention wrote)
 // Layout             part: vec4 [n_tokens, n_heads, n_chunks, hd/4 + 1] = ((m, l, 0, 0), o[hd/4]); pos: u32 [n_tokens];
 //                    dst: vec4 [n_tokens, n_heads · hd/4]
-// Launch             grid (n_heads, n_tokens); 64 threads, one vec4 column of the head each (hd ≤ 256)
+// Launch             grid (n_heads, n_tokens); 64 threads, one vec4 column of the head each (hd ≤ 256), every lane
+//                    calling combine_out (combine_out.wgsl, or with Variant::q8 combine_out_q8.wgsl, which also
+//                    writes dst's int8 blocks for the o projection's int8 GEMV: hd a multiple of 32)
 // Numerics           attention_fold's, chunk by chunk in ascending order: the bits attention_tiled gives
 
 const WG: u32 = 64u;
@@ -15,18 +17,26 @@ struct Params { n_heads: u32, head_dim: u32, n_chunks: u32, window: u32 }
 @group(0) @binding(3) var<storage, read_write> dst: array<vec4<f32>>;
 
 @compute @workgroup_size(WG)
-fn attention_combine(@builtin(workgroup_id) wg: vec3<u32>, @builtin(local_invocation_index) lane: u32) {
+fn attention_combine(@builtin(workgroup_id) wg: vec3<u32>, @builtin(num_workgroups) nwg: vec3<u32>,
+                     @builtin(local_invocation_index) lane: u32) {
     let hd4 = params.head_dim / 4u;
     let t = wg.y;
     let th = t * params.n_heads + wg.x;
     let last = pos[t] / CHUNK;
-    for (var c4 = lane; c4 < hd4; c4 += WG) {
-        var run = run_start();
-        for (var c = first_key(pos[t], params.window) / CHUNK; c <= last; c++) {
-            let b = (th * params.n_chunks + c) * (hd4 + 1u);
-            let ml = part[b];
-            run = fold(run, ml.x, ml.y, part[b + 1u + c4]);
+    let blocks = nwg.y * params.n_heads * params.head_dim / 32u;  // int8 blocks of all of dst (combine_out_q8)
+    for (var base = 0u; base < hd4; base += WG) {
+        let c4 = base + lane;
+        let inside = c4 < hd4;
+        var out = vec4<f32>(0.0);
+        if (inside) {
+            var run = run_start();
+            for (var c = first_key(pos[t], params.window) / CHUNK; c <= last; c++) {
+                let b = (th * params.n_chunks + c) * (hd4 + 1u);
+                let ml = part[b];
+                run = fold(run, ml.x, ml.y, part[b + 1u + c4]);
+            }
+            out = finish(run);
         }
-        dst[th * hd4 + c4] = finish(run);
+        combine_out(th * hd4 + c4, out, lane, blocks, inside);
     }
 }

@@ -27,7 +27,7 @@
 //! each token split-K). The plan below picks a kernel for speed only.
 
 use super::Wgpu;
-use super::context::Job;
+use super::context::{GpuBuffer, Job};
 use super::kernels::{Kernel, Variant};
 use crate::backend::{AttnBatch, AttnShape, DType, KvLayer, Tensor, check};
 use crate::error::{Error, Result};
@@ -101,6 +101,21 @@ pub fn attention(
     shape: &AttnShape,
     dst: &mut Tensor<Wgpu>,
 ) -> Result<()> {
+    attention_q8(be, q, cache, batch, shape, dst, None).map(drop)
+}
+
+/// `attention`; where `xq` is given (int8 blocks sized for dst, head_dim a multiple of 32) and the
+/// batch runs split-K, the combine also writes dst's int8 blocks into it (`combine_out_q8.wgsl`).
+/// Returns whether it did.
+pub(super) fn attention_q8(
+    be: &Wgpu,
+    q: &Tensor<Wgpu>,
+    cache: &KvLayer<Wgpu>,
+    batch: &AttnBatch<Wgpu>,
+    shape: &AttnShape,
+    dst: &mut Tensor<Wgpu>,
+    xq: Option<&GpuBuffer>,
+) -> Result<bool> {
     check::attention(q, cache, batch, shape, dst)?;
     let (n_tokens, hd) = (q.rows, shape.head_dim);
     if hd > 256 || !hd.is_multiple_of(4) {
@@ -108,7 +123,7 @@ pub fn attention(
         return Err(Error::Unsupported { op: "attention", backend: "wgpu", detail });
     }
     if n_tokens == 0 {
-        return Ok(());
+        return Ok(false);
     }
     let plan = Plan::new(be, batch, shape, n_tokens);
     // 0 = no window (check::attention rejects Some(0) and windows past u32).
@@ -137,7 +152,7 @@ pub fn attention(
         let bufs = [inputs.as_slice(), &[&dst.buf]].concat();
         let groups = [n_tokens.div_ceil(qt) as u32, head_groups, 1];
         let v = Variant { kv_f16, ..Variant::plain(Kernel::AttentionTiled) };
-        return be.ctx.dispatch(v, &bufs, &params, groups);
+        return be.ctx.dispatch(v, &bufs, &params, groups).map(|()| false);
     }
     let part = be.ctx.scratch(plan.part_bytes as u64)?;
     let bufs = [inputs.as_slice(), &[&*part]].concat();
@@ -150,12 +165,13 @@ pub fn attention(
             groups: [plan.n_chunks as u32, head_groups, n_tokens as u32],
         },
         Job {
-            v: Variant::plain(Kernel::AttentionCombine),
-            bufs: &[&*part, &batch.pos.buf, &dst.buf],
+            v: Variant { q8: xq.is_some(), ..Variant::plain(Kernel::AttentionCombine) },
+            bufs: &[&*part, &batch.pos.buf, &dst.buf, xq.unwrap_or(&dst.buf)][..3 + xq.is_some() as usize],
             params: &combine,
             groups: [shape.n_heads as u32, n_tokens as u32, 1],
         },
-    ])
+    ])?;
+    Ok(xq.is_some())
 }
 
 /// Which kernel runs a batch, and the split-K scratch it would need. Both kernels give the same

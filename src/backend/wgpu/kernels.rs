@@ -5,8 +5,9 @@
 //! with the group size a constant) to their body; matmul joins the reduction it was built with,
 //! matmul_tiled the K step of its arithmetic (`tile32_f32.wgsl` or `tile32_f16.wgsl`), matmul_coop
 //! its matrix side, subgroup size and matrix type aliases; the two RMSNorm kernels their output
-//! loop (`norm_apply`, or with `q8` `norm_apply_q8`, which also writes dst's int8 blocks); the
-//! kernels that write int8 x their block writer (`q8_blocks`); the
+//! loop (`norm_apply`, or with `q8` `norm_apply_q8`, which also writes dst's int8 blocks), and
+//! attention_combine its output (`combine_out`, or `combine_out_q8`); the kernels that write int8 x
+//! their block writer (`q8_blocks`); the
 //! attention kernels join the chunk routine and the softmax fold they share (`attention_chunk`,
 //! `attention_fold`), which is what keeps split-K and tiled attention bit-identical.
 
@@ -99,7 +100,7 @@ pub struct Variant {
     pub split: u32,
     /// matmul_vec, matmul_vec_parts: x is int8 blocks (`quantize_q8.wgsl`) and the block products
     /// integer dot products (`gemv_xq8.wgsl`); only for formats with `int8_gemv`. rms_norm,
-    /// add_rms_norm: dst's int8 blocks are written too (`norm_apply_q8.wgsl`).
+    /// add_rms_norm, attention_combine: dst's int8 blocks are written too (`q8_writer`).
     pub q8: bool,
     /// attention, attention_tiled: the KV cache holds IEEE halves, two per u32 word (read with
     /// `unpack2x16float`, so no SHADER_F16 is needed).
@@ -125,19 +126,20 @@ impl Variant {
         }
     }
 
-    /// Whether each storage binding (1, 2, …) is written: the kernel's, and for a norm with
-    /// `q8` its int8 blocks last.
+    /// Whether each storage binding (1, 2, …) is written: the kernel's, and for a kernel that also
+    /// writes its output's int8 blocks (`q8_writer`) those last.
     pub fn writes(&self) -> Vec<bool> {
         let mut writes = self.kernel.writes().to_vec();
-        if self.q8_norm() {
+        if self.q8_writer() {
             writes.push(true);
         }
         writes
     }
 
-    /// rms_norm or add_rms_norm that also writes dst's int8 blocks (`norm_apply_q8.wgsl`).
-    fn q8_norm(&self) -> bool {
-        self.q8 && matches!(self.kernel, Kernel::RmsNorm | Kernel::AddRmsNorm)
+    /// rms_norm, add_rms_norm or attention_combine that also writes dst's int8 blocks
+    /// (`norm_apply_q8.wgsl`, `combine_out_q8.wgsl`).
+    fn q8_writer(&self) -> bool {
+        self.q8 && matches!(self.kernel, Kernel::RmsNorm | Kernel::AddRmsNorm | Kernel::AttentionCombine)
     }
 
     pub fn label(&self) -> String {
@@ -219,14 +221,17 @@ impl Variant {
             src += &helpers(Some(format));
             src += decoder(format);
         }
-        if matches!(self.kernel, Kernel::RmsNorm | Kernel::AddRmsNorm) && self.q8 {
+        if self.q8_writer() {
             // The int8 blocks' binding follows the kernel's own (`writes`).
             src += &format!("@group(0) @binding({}) var<storage, read_write> xq: array<u32>;\n", self.writes().len());
-            src += shader!("norm_apply_q8");
-        } else if matches!(self.kernel, Kernel::RmsNorm | Kernel::AddRmsNorm) {
-            src += shader!("norm_apply");
         }
-        if matches!(self.kernel, Kernel::QuantizeQ8 | Kernel::SiluMulQ8) || self.q8_norm() {
+        if matches!(self.kernel, Kernel::RmsNorm | Kernel::AddRmsNorm) {
+            src += if self.q8 { shader!("norm_apply_q8") } else { shader!("norm_apply") };
+        }
+        if self.kernel == Kernel::AttentionCombine {
+            src += if self.q8 { shader!("combine_out_q8") } else { shader!("combine_out") };
+        }
+        if matches!(self.kernel, Kernel::QuantizeQ8 | Kernel::SiluMulQ8) || self.q8_writer() {
             src += shader!("q8_blocks");
         }
         if matches!(self.kernel, Kernel::Rope | Kernel::RmsNormRope | Kernel::RopeKvWrite) {
@@ -325,7 +330,7 @@ impl Variant {
                 Kernel::Attention | Kernel::AttentionTiled => {
                     out.extend([false, true].map(|kv_f16| Variant { kv_f16, ..Variant::plain(kernel) }))
                 }
-                Kernel::RmsNorm | Kernel::AddRmsNorm => {
+                Kernel::RmsNorm | Kernel::AddRmsNorm | Kernel::AttentionCombine => {
                     out.extend([false, true].map(|q8| Variant { q8, ..Variant::plain(kernel) }))
                 }
                 _ => out.push(Variant::plain(kernel)),

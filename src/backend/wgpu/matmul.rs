@@ -54,7 +54,7 @@ use super::context::GpuBuffer;
 use super::kernels::{Kernel, TILED_SIDES, VEC_UNROLLS, VEC_WG, Variant, gemv_sums_x, int8_gemv, vec_wg};
 use super::memory::WeightPart;
 use super::{Wgpu, norm};
-use crate::backend::{Tensor, Weight, check};
+use crate::backend::{AttnBatch, AttnShape, KvLayer, Tensor, Weight, check};
 use crate::error::{Error, Result};
 use crate::quant::Format;
 
@@ -256,6 +256,39 @@ pub fn norm_matmuls(
             matmuls(be, xn, parts)
         }
     }
+}
+
+/// attention into att, then dst = att · wᵀ (the output projection). Where w's GEMV takes int8 x,
+/// heads are whole 32-value blocks and the batch runs split-K attention, its combine also writes
+/// att's int8 blocks (`attention::attention_q8`: the blocks quantize_q8 would make of that att) and
+/// the GEMV reads them: one dispatch fewer. Otherwise attention, then `matmul`. The same bits
+/// either way (the op table's `attention_matmul_equals_its_parts`).
+#[allow(clippy::too_many_arguments)] // attention's five tensors and shape, and the matmul's weight and output
+pub fn attention_matmul(
+    be: &Wgpu,
+    q: &Tensor<Wgpu>,
+    cache: &KvLayer<Wgpu>,
+    batch: &AttnBatch<Wgpu>,
+    shape: &AttnShape,
+    att: &mut Tensor<Wgpu>,
+    w: &Weight<Wgpu>,
+    dst: &mut Tensor<Wgpu>,
+) -> Result<()> {
+    // The default's order of checks: attention's, then the matmul's.
+    check::attention(q, cache, batch, shape, att)?;
+    check::matmul(att, w, dst)?;
+    let (m, k) = (att.rows, att.cols);
+    if !(takes_int8_gemv(be, w.format, m, k, w.rows) && shape.head_dim.is_multiple_of(32)) {
+        super::attention::attention(be, q, cache, batch, shape, att)?;
+        return matmul(be, att, w, dst);
+    }
+    let xq = be.ctx.int8_x((m * (k / 32) * Q8_BLOCK_BYTES) as u64)?;
+    let xq = if super::attention::attention_q8(be, q, cache, batch, shape, att, Some(&xq))? {
+        xq
+    } else {
+        quantize_x(be, att)? // the batch ran tiled: the blocks the combine would have written
+    };
+    matmul_parts(be, att, Some(&xq), w, dst)
 }
 
 /// One matmul of a `matmuls` call: its weight and its output.

@@ -298,6 +298,18 @@ impl Backend for Wgpu {
     ) -> Result<()> {
         attention::attention(self, q, cache, batch, shape, dst)
     }
+    fn attention_matmul(
+        &self,
+        q: &Tensor<Self>,
+        cache: &KvLayer<Self>,
+        batch: &AttnBatch<Self>,
+        shape: &AttnShape,
+        att: &mut Tensor<Self>,
+        w: &Weight<Self>,
+        dst: &mut Tensor<Self>,
+    ) -> Result<()> {
+        matmul::attention_matmul(self, q, cache, batch, shape, att, w, dst)
+    }
     fn copy_slots(&self, cache: &mut KvLayer<Self>, src: usize, dst: usize, n: usize) -> Result<()> {
         attention::copy_slots(self, cache, src, dst, n)
     }
