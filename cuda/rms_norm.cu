@@ -5,26 +5,15 @@
 // Numerics  f32 partial sums, reduced by block_sum (warp shuffles, then shared memory)
 // add_rms_norm  x[r, :] += y[r, :], then rms_norm of the sum into dst: the same adds and the same sums
 //               in the same order as add_assign then rms_norm, so the same bits, one launch fewer
-// rms_norm_q8, add_rms_norm_q8  the same, and also dst's two int8 planes for the decode GEMV that reads
-//               dst next (quantize_q8_1.cu, joined before this file), saving its quantize launch;
-//               d % 32 == 0, so each warp's 32 consecutive values are one block of the planes
-
-// Output value i of the row: dst[i] = v, and with Q8 its lane of the planes' block (every lane of the
-// warp calls, each with a value of the same 32-value block).
-template <bool Q8>
-__device__ __forceinline__ void norm_out(float v, u64 i, float* dst, Q8Out q8) {
-    dst[i] = v;
-    if (Q8) quantize_q8_1_lane(v, i, q8.total, q8.xq, q8.xds);
-}
 
 // One row per block, its values held in registers: each thread loads all of its VPT values of x
 // (and y, gain) before using any, so the row costs one memory round trip instead of one per
 // blockDim.x values (a strided loop that stores x between loads cannot start the next loads
 // early). Each thread sums its squares in index order, as norm_row_loop does: the same bits.
-template <bool ADD, bool Q8, int VPT>
+template <bool ADD, int VPT>
 __device__ __forceinline__ void norm_row_regs(float* __restrict__ x, const float* __restrict__ y,
                                               const float* __restrict__ gain, float* __restrict__ dst, u32 d,
-                                              float eps, Q8Out q8) {
+                                              float eps) {
     const u64 row_start = (u64)blockIdx.x * d;
     float v[VPT], a[VPT], g[VPT];
 #pragma unroll
@@ -51,15 +40,15 @@ __device__ __forceinline__ void norm_row_regs(float* __restrict__ x, const float
 #pragma unroll
     for (int j = 0; j < VPT; j++) {
         const u32 i = threadIdx.x + j * blockDim.x;
-        if (i < d) norm_out<Q8>(v[j] * scale * g[j], row_start + i, dst, q8);
+        if (i < d) dst[row_start + i] = v[j] * scale * g[j];
     }
 }
 
 // Rows longer than 32 values per thread: a strided loop. Each thread rereads only the x values it
 // wrote itself.
-template <bool ADD, bool Q8>
+template <bool ADD>
 __device__ __forceinline__ void norm_row_loop(float* x, const float* y, const float* gain, float* dst, u32 d,
-                                              float eps, Q8Out q8) {
+                                              float eps) {
     const u64 row_start = (u64)blockIdx.x * d;
     float sum_sq = 0.0f;
     for (u32 i = threadIdx.x; i < d; i += blockDim.x) {
@@ -72,43 +61,27 @@ __device__ __forceinline__ void norm_row_loop(float* x, const float* y, const fl
     }
     sum_sq = block_sum(sum_sq);
     const float scale = rsqrtf(sum_sq / (float)d + eps);
-    for (u32 i = threadIdx.x; i < d; i += blockDim.x) {
-        norm_out<Q8>(x[row_start + i] * scale * gain[i], row_start + i, dst, q8);
-    }
+    for (u32 i = threadIdx.x; i < d; i += blockDim.x) dst[row_start + i] = x[row_start + i] * scale * gain[i];
 }
 
 // x (+= y when ADD), then dst = x · gain / rms(x), for the block's row: the register version sized
 // to the row (a block-uniform choice), else the loop.
-template <bool ADD, bool Q8>
-__device__ __forceinline__ void norm_row(float* x, const float* y, const float* gain, float* dst, u32 d, float eps,
-                                         Q8Out q8) {
+template <bool ADD>
+__device__ __forceinline__ void norm_row(float* x, const float* y, const float* gain, float* dst, u32 d, float eps) {
     const u32 per_thread = (d + blockDim.x - 1) / blockDim.x;
-    if (per_thread <= 4) norm_row_regs<ADD, Q8, 4>(x, y, gain, dst, d, eps, q8);
-    else if (per_thread <= 8) norm_row_regs<ADD, Q8, 8>(x, y, gain, dst, d, eps, q8);
-    else if (per_thread <= 16) norm_row_regs<ADD, Q8, 16>(x, y, gain, dst, d, eps, q8);
-    else if (per_thread <= 32) norm_row_regs<ADD, Q8, 32>(x, y, gain, dst, d, eps, q8);
-    else norm_row_loop<ADD, Q8>(x, y, gain, dst, d, eps, q8);
+    if (per_thread <= 4) norm_row_regs<ADD, 4>(x, y, gain, dst, d, eps);
+    else if (per_thread <= 8) norm_row_regs<ADD, 8>(x, y, gain, dst, d, eps);
+    else if (per_thread <= 16) norm_row_regs<ADD, 16>(x, y, gain, dst, d, eps);
+    else if (per_thread <= 32) norm_row_regs<ADD, 32>(x, y, gain, dst, d, eps);
+    else norm_row_loop<ADD>(x, y, gain, dst, d, eps);
 }
 
 extern "C" __global__ void rms_norm(const float* x, const float* gain, float* dst, u32 d, float eps) {
     GRID_DEPENDENCY_WAIT();
-    norm_row<false, false>((float*)x, nullptr, gain, dst, d, eps, Q8Out{});  // ADD = false: x is only read
+    norm_row<false>((float*)x, nullptr, gain, dst, d, eps);  // ADD = false: x is only read
 }
 
 extern "C" __global__ void add_rms_norm(float* x, const float* y, const float* gain, float* dst, u32 d, float eps) {
     GRID_DEPENDENCY_WAIT();
-    norm_row<true, false>(x, y, gain, dst, d, eps, Q8Out{});
-}
-
-// total = rows · d: the planes' size (quantize_q8_1.cu's layout).
-extern "C" __global__ void rms_norm_q8(const float* x, const float* gain, float* dst, u32 d, float eps,
-                                       signed char* xq, float2* xds, u64 total) {
-    GRID_DEPENDENCY_WAIT();
-    norm_row<false, true>((float*)x, nullptr, gain, dst, d, eps, Q8Out{xq, xds, total});
-}
-
-extern "C" __global__ void add_rms_norm_q8(float* x, const float* y, const float* gain, float* dst, u32 d, float eps,
-                                           signed char* xq, float2* xds, u64 total) {
-    GRID_DEPENDENCY_WAIT();
-    norm_row<true, true>(x, y, gain, dst, d, eps, Q8Out{xq, xds, total});
+    norm_row<true>(x, y, gain, dst, d, eps);
 }

@@ -277,9 +277,9 @@ pub trait Backend: Send + Sync + Sized + 'static {
     }
     /// x += y (when `y` is given), xn = rms_norm(x), then dst_i = xn · w_iᵀ for each part: a
     /// sublayer's entry (attention's q, k, v; the feed-forward's gate, up) as one op, so a backend
-    /// may hand its matmuls what the norm made of xn (cuda's decode path writes xn's int8 planes in
-    /// the norm's pass, saving the quantize launch). xn is written either way. By default
-    /// `add_rms_norm` (or `rms_norm`) then `matmuls`.
+    /// may hand its matmuls what the norm made of xn (wgpu's int8 decode GEMVs take int8 blocks of xn
+    /// that the norm's dispatch writes, saving the quantize dispatch). xn is written either way. By
+    /// default `add_rms_norm` (or `rms_norm`) then `matmuls`.
     fn norm_matmuls(
         &self,
         x: &mut Tensor<Self>,
@@ -305,7 +305,7 @@ pub trait Backend: Send + Sync + Sized + 'static {
     -> Result<()>;
     /// `rope` of q and of k, then `kv_write` of the rotated k and of v at the batch's slots: the
     /// attention block's step between the projections and attention, which a backend may run as
-    /// one pass (cuda does; wgpu for an f32 cache). By default the three ops.
+    /// one pass (wgpu does, for an f32 cache). By default the three ops.
     #[allow(clippy::too_many_arguments)] // the three tensors and the cache, plus the batch and the rotation
     fn rope_kv_write(
         &self,
@@ -382,8 +382,8 @@ pub trait Backend: Send + Sync + Sized + 'static {
         dst: &mut Tensor<Self>,
     ) -> Result<()>;
     /// `attention` into att, then dst = att · wᵀ (the output projection) as one op, so a backend may
-    /// hand the matmul what attention made of att (cuda's decode path writes att's int8 planes as
-    /// it finishes each head). att is written either way. By default `attention` then `matmul`.
+    /// hand the matmul what attention made of att (wgpu's split-K combine writes att's int8 blocks for
+    /// an int8 GEMV). att is written either way. By default `attention` then `matmul`.
     ///       att: [n_tokens, n_heads · head_dim]; w: [n, n_heads · head_dim]; dst: [n_tokens, n]
     #[allow(clippy::too_many_arguments)] // attention's and the matmul's
     fn attention_matmul(

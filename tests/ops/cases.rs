@@ -399,7 +399,7 @@ pub fn all() -> Vec<Case> {
             cases.push(case(Op::SiluMulMatmul { format, m, k, n }, Tolerance::Nmse(1e-7), FUSED_WHY));
         }
     }
-    // norm_matmuls: decode (m = 1, 8: cuda's norm writes the int8 planes) and a batch past it (m = 13),
+    // norm_matmuls: decode (m = 1, 8: wgpu's norm writes int8 blocks) and a batch past the GEMV (m = 13),
     // with and without the residual add; k = 576 is SmolLM2's d_model.
     const NORM_WHY: &str = "one sum of squares, xn rounded to f32 once, then f32 accumulation over the weights";
     for format in [Format::Q4_0, Format::Q5_1, Format::Q8_0, Format::Q4_K, Format::Q6_K, Format::F16] {

@@ -91,8 +91,8 @@ pub fn add_rms_norm<B: Backend>(b: &B) {
     }
 }
 
-/// norm_matmuls == [add_]rms_norm then matmuls, bit for bit (x, xn and every output): cuda's fused
-/// decode path writes the int8 planes in the norm's launch, exactly as quantizing xn afterwards
+/// norm_matmuls == [add_]rms_norm then matmuls, bit for bit (x, xn and every output): wgpu's fused
+/// decode path writes xn's int8 blocks in the norm's dispatch, exactly as quantizing xn afterwards
 /// would. Mixed formats: the float part reads xn itself.
 pub fn norm_matmuls<B: Backend>(b: &B) {
     let (k, n) = (768, 45); // whole blocks of Q4_K's 256
@@ -138,8 +138,8 @@ pub fn norm_matmuls<B: Backend>(b: &B) {
     }
 }
 
-/// attention_matmul == attention then matmul, bit for bit (att and dst): cuda's fused decode path
-/// writes att's int8 planes as it finishes each head, exactly as quantizing att afterwards would.
+/// attention_matmul == attention then matmul, bit for bit (att and dst): wgpu's fused decode path
+/// writes att's int8 blocks in attention's combine, exactly as quantizing att afterwards would.
 /// Decode batches of 1, 3 and 8 sequences (GQA and not, 32-, 64- and 128-dim heads, several splits'
 /// worth of keys), a batch past the GEMV (9 tokens), f32 and f16 caches.
 pub fn attention_matmul<B: Backend>(b: &B) {
