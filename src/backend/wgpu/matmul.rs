@@ -80,7 +80,7 @@ const TILED_KS: u32 = 64;
 /// flight to keep an H100 busy (benches/notes/wgpu.md v16).
 const SPLIT_BELOW_ROWS: usize = 16384;
 /// Bytes of one 32-value block of int8 x (`quantize_q8.wgsl`): 32 quants, d and s.
-pub(super) const Q8_BLOCK_BYTES: usize = 40;
+const Q8_BLOCK_BYTES: usize = 40;
 /// matmul_coop's slab row stride in halves (`KP`).
 const COOP_KP: u32 = 72;
 
@@ -115,6 +115,12 @@ pub(super) fn takes_int8_gemv(be: &Wgpu, format: Format, m: usize, k: usize, n: 
         && tiled(be, format, m, n).is_none()
 }
 
+/// The context's int8-x buffer for m rows of k values (`q8_blocks.wgsl`'s layout), for whichever
+/// kernel writes the blocks (quantize_q8, silu_mul_q8, the norms and attention_combine with `q8`).
+pub(super) fn int8_x(be: &Wgpu, m: usize, k: usize) -> Result<Arc<GpuBuffer>> {
+    be.ctx.int8_x((m * (k / 32) * Q8_BLOCK_BYTES) as u64)
+}
+
 /// x's rows as int8 blocks (one `quantize_q8` dispatch), for the GEMVs recorded right after it.
 fn quantize_x(be: &Wgpu, x: &Tensor<Wgpu>) -> Result<Arc<GpuBuffer>> {
     int8_blocks(be, Kernel::QuantizeQ8, &[&x.buf], x.rows, x.cols)
@@ -124,7 +130,7 @@ fn quantize_x(be: &Wgpu, x: &Tensor<Wgpu>) -> Result<Arc<GpuBuffer>> {
 /// `kernel` from `inputs` (quantize_q8: x; silu_mul_q8: gate, up, and hidden, which it also writes).
 fn int8_blocks(be: &Wgpu, kernel: Kernel, inputs: &[&GpuBuffer], m: usize, k: usize) -> Result<Arc<GpuBuffer>> {
     let blocks = k / 32;
-    let xq = be.ctx.int8_x((m * blocks * Q8_BLOCK_BYTES) as u64)?;
+    let xq = int8_x(be, m, k)?;
     let bufs: Vec<&GpuBuffer> = inputs.iter().copied().chain([&*xq]).collect();
     be.ctx.dispatch(Variant::plain(kernel), &bufs, &[blocks as u32, m as u32], be.ctx.grid_1d(m * blocks * 8))?;
     Ok(xq)
@@ -282,7 +288,7 @@ pub fn attention_matmul(
         super::attention::attention(be, q, cache, batch, shape, att)?;
         return matmul(be, att, w, dst);
     }
-    let xq = be.ctx.int8_x((m * (k / 32) * Q8_BLOCK_BYTES) as u64)?;
+    let xq = int8_x(be, m, k)?;
     let xq = if super::attention::attention_q8(be, q, cache, batch, shape, att, Some(&xq))? {
         xq
     } else {

@@ -46,7 +46,7 @@ pub(super) fn norm_q8(
     let (rows, d) = (x.rows, x.cols);
     assert!(d.is_multiple_of(32), "norm_q8: rows of {d} values are not whole blocks");
     check::norm(x, y, gain, dst)?;
-    let xq = be.ctx.int8_x((rows * (d / 32) * super::matmul::Q8_BLOCK_BYTES) as u64)?;
+    let xq = super::matmul::int8_x(be, rows, d)?;
     let params = [d as u32, eps.to_bits(), rows as u32];
     match y {
         Some(y) => {
