@@ -437,3 +437,58 @@ fn submitting_in_chunks_gives_the_same_bits() {
     let chunked = run(Options { submit_every: Some(3), ..Options::default() }).unwrap();
     assert!(whole == chunked, "logits differ when a step is submitted every 3 dispatches");
 }
+
+/// matmul_coop16 (weights and x decoded to f16 once per call, `Options::coop_dequant`) gives
+/// matmul_coop's bits: the same f16 operands and the same matrix products, slice by slice in
+/// ascending k, into each output. Across formats, m and n off the tiles' multiples, k off
+/// matmul_coop's 64-value step, whole and split weights, and weight rows in several ranges (the
+/// f16 copy is capped at a weight part's bytes). Skips loudly where the adapter has no cooperative
+/// matrices unless `ULTRA_REQUIRE_COOPMAT=1`.
+#[test]
+fn coop_dequant_equals_coop() {
+    let coop = |extra: Options| {
+        let options = Options { coopmat: Some(true), ..extra };
+        let be = backend(options)?;
+        if be.cooperative_matrices().is_none() {
+            let msg = format!("SKIPPED: {} has no cooperative matrices", be.adapter_name());
+            assert!(std::env::var("ULTRA_REQUIRE_COOPMAT").as_deref() != Ok("1"), "ULTRA_REQUIRE_COOPMAT=1 but {msg}");
+            let _ = std::io::Write::write_all(&mut std::io::stderr(), format!("{msg}\n").as_bytes());
+            return None;
+        }
+        Some(be)
+    };
+    let Some(fused) = coop(Options::default()) else { return };
+    let whole = coop(Options { coop_dequant: true, ..Options::default() }).unwrap();
+    let ranges = coop(Options { coop_dequant: true, weight_part_bytes: Some(65536), ..Options::default() }).unwrap();
+    let mut rng = Rng(23);
+    let ours = Format::Intn(Intn::new(Scheme::Int4, Group::G128));
+    for (format, k) in [
+        (Format::Q4_0, 576),
+        (Format::Q4_1, 608),
+        (Format::Q8_0, 512),
+        (Format::Q4_K, 768),
+        (Format::Q6_K, 256),
+        (ours, 768),
+    ] {
+        for (m, n) in [(64, 67), (70, 300), (131, 40)] {
+            let bytes = random_weight(&mut rng, format, n, k);
+            let x: Vec<f32> = (0..m * k).map(|_| rng.uniform() - 0.5).collect();
+            let run = |be: &Wgpu| {
+                let w = be.upload_weight(format, n, k, HostBytes::from_vec(bytes.clone())).unwrap();
+                let mut xt = be.alloc(DType::F32, m, k).unwrap();
+                be.write_f32(&mut xt, &x).unwrap();
+                let mut dst = be.alloc(DType::F32, m, n).unwrap();
+                be.matmul(&xt, &w, &mut dst).unwrap();
+                let mut out = vec![0.0f32; m * n];
+                be.read_f32(&dst, &mut out).unwrap();
+                out.iter().map(|v| v.to_bits()).collect::<Vec<_>>()
+            };
+            let base = run(&fused);
+            assert!(base.iter().any(|&b| f32::from_bits(b) != 0.0), "{} m={m} n={n}: all zeros", format.name());
+            for (be, how) in [(&whole, "whole"), (&ranges, "in row ranges and parts")] {
+                let differ = run(be).iter().zip(&base).filter(|(a, b)| a != b).count();
+                assert_eq!(differ, 0, "{} k={k} m={m} n={n} ({how}): outputs unlike matmul_coop's", format.name());
+            }
+        }
+    }
+}

@@ -75,6 +75,11 @@ pub struct Options {
     /// lavapipe is checked but is a CPU); Some(true) also elsewhere (Metal's simdgroup matrices, CPU
     /// adapters), Some(false) never (`ULTRA_WGPU_COOPMAT=1` / `0`).
     pub coopmat: Option<bool>,
+    /// Where matmuls run on cooperative matrices, decode the weight to f16 once per call
+    /// (`dequant_f16.wgsl`) and x too (`to_f16.wgsl`), then multiply with `matmul_coop16.wgsl`,
+    /// which reads both operands straight from storage, instead of decoding each tile's weight and
+    /// x slabs into workgroup memory per step of k (`ULTRA_WGPU_COOP_DEQUANT=1`).
+    pub coop_dequant: bool,
     /// Run the quantized GEMV (m < 64) on int8 activations where the format allows it
     /// (`kernels::int8_gemv`): x quantized to 32-value int8 blocks (`q8_blocks.wgsl`: one quantize_q8
     /// dispatch per x, or silu_mul_q8 for the down projection) and integer dot products, as
@@ -107,11 +112,13 @@ impl Options {
             _ => None,
         };
         let disable_stage_x = std::env::var("ULTRA_WGPU_STAGE_X").as_deref() == Ok("0");
+        let coop_dequant = std::env::var("ULTRA_WGPU_COOP_DEQUANT").as_deref() == Ok("1");
         let silu_fusion = std::env::var("ULTRA_WGPU_SILU_FUSION").as_deref() == Ok("1");
         let submit_every = std::env::var("ULTRA_WGPU_SUBMIT_EVERY").ok().and_then(|v| v.trim().parse().ok());
         Options {
             submit_every,
             coopmat,
+            coop_dequant,
             int8_gemv,
             disable_subgroups: has("subgroups"),
             disable_f16: has("f16"),
@@ -208,6 +215,8 @@ pub struct Context {
     /// Cooperative matrices for matmul_coop when `Options::coopmat` allows them and the adapter has them:
     /// (matrix side, subgroup size).
     pub(crate) coop: Option<(u32, u32)>,
+    /// Options::coop_dequant.
+    pub(crate) coop_dequant: bool,
     /// A CPU adapter (SwiftShader, lavapipe; a browser's fallback adapter): the quantized GEMV
     /// runs one-lane teams (matmul.rs).
     pub(crate) cpu_adapter: bool,
@@ -237,6 +246,9 @@ pub struct Context {
     scratch: Mutex<Option<Arc<GpuBuffer>>>,
     /// x as int8 blocks between the kernel that writes them and the GEMVs that read them (`int8_x`).
     int8_x: Mutex<Option<Arc<GpuBuffer>>>,
+    /// matmul_coop16's f16 operands between the kernels that write them and the GEMM (`f16_w`, `f16_x`).
+    f16_w: Mutex<Option<Arc<GpuBuffer>>>,
+    f16_x: Mutex<Option<Arc<GpuBuffer>>>,
     /// A 4-byte buffer for a storage binding a dispatch declares but does not use (matmul_vec_parts
     /// with two weights: its third output).
     pub(crate) unused: GpuBuffer,
@@ -378,6 +390,7 @@ impl Context {
             info,
             f16: features.contains(wgpu::Features::SHADER_F16),
             coop,
+            coop_dequant: options.coop_dequant,
             cpu_adapter,
             batch_invariant: options.batch_invariant,
             vec_unroll: options.vec_unroll,
@@ -401,6 +414,8 @@ impl Context {
             transfers: AtomicU64::new(0),
             scratch: Mutex::default(),
             int8_x: Mutex::default(),
+            f16_w: Mutex::default(),
+            f16_x: Mutex::default(),
             unused,
         })
     }
@@ -433,6 +448,16 @@ impl Context {
     /// silu_mul_q8 and read by the GEMVs recorded after it, before the next writer.
     pub fn int8_x(&self, bytes: u64) -> Result<Arc<GpuBuffer>> {
         self.grown(&self.int8_x, bytes, "int8 x")
+    }
+
+    /// The buffer of a weight's rows decoded to f16 for matmul_coop16 (at least `bytes`).
+    pub fn f16_w(&self, bytes: u64) -> Result<Arc<GpuBuffer>> {
+        self.grown(&self.f16_w, bytes, "f16 weight rows")
+    }
+
+    /// The buffer of x in f16 for matmul_coop16 (at least `bytes`).
+    pub fn f16_x(&self, bytes: u64) -> Result<Arc<GpuBuffer>> {
+        self.grown(&self.f16_x, bytes, "f16 x")
     }
 
     fn grown(&self, slot: &Mutex<Option<Arc<GpuBuffer>>>, bytes: u64, label: &str) -> Result<Arc<GpuBuffer>> {

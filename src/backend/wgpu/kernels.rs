@@ -4,7 +4,7 @@
 //! helpers, `kquant.wgsl`; for the group-wise formats after `intn.wgsl`, one decoder per scheme
 //! with the group size a constant) to their body; matmul joins the reduction it was built with,
 //! matmul_tiled the K step of its arithmetic (`tile32_f32.wgsl` or `tile32_f16.wgsl`), matmul_coop
-//! its matrix side, subgroup size and matrix type aliases; the two RMSNorm kernels their output
+//! and matmul_coop16 their matrix side, subgroup size and matrix type aliases; the two RMSNorm kernels their output
 //! loop (`norm_apply`, or with `q8` `norm_apply_q8`, which also writes dst's int8 blocks), and
 //! attention_combine its output (`combine_out`, or `combine_out_q8`); the kernels that write int8 x
 //! their block writer (`q8_blocks`); the
@@ -46,6 +46,9 @@ kernels! {
     MatmulVecSilu => "matmul_vec_silu", [R, R, R, W, W];
     MatmulTiled => "matmul_tiled", [R, R, W];
     MatmulCoop => "matmul_coop", [R, R, W];
+    MatmulCoop16 => "matmul_coop16", [R, R, W];
+    DequantF16 => "dequant_f16", [R, W];
+    ToF16 => "to_f16", [R, W];
     Embed => "embed", [R, R, W];
     RmsNorm => "rms_norm", [R, R, W];
     AddRmsNorm => "add_rms_norm", [W, R, R, W];
@@ -184,7 +187,7 @@ impl Variant {
     pub fn source(&self) -> String {
         // An `enable` directive must precede every declaration.
         let mut src = String::from(if self.f16 { "enable f16;\n" } else { "" });
-        if self.kernel == Kernel::MatmulCoop {
+        if matches!(self.kernel, Kernel::MatmulCoop | Kernel::MatmulCoop16) {
             let (cm, sg) = (self.coop, self.tpr);
             src += "enable wgpu_cooperative_matrix;\n";
             src += &format!("const CM: u32 = {cm}u;\nconst SG: u32 = {sg}u;\n");
@@ -310,6 +313,20 @@ impl Variant {
                         }
                     }
                 }
+                Kernel::MatmulCoop16 => out.extend(COOP_SHAPES.map(|(coop, tpr)| Variant {
+                    f16: true,
+                    coop,
+                    tpr,
+                    ..Variant::plain(kernel)
+                })),
+                Kernel::DequantF16 => {
+                    out.extend(Format::ALL.into_iter().filter(|f| f.is_quantized()).map(|f| Variant {
+                        format: Some(f),
+                        f16: true,
+                        ..Variant::plain(kernel)
+                    }))
+                }
+                Kernel::ToF16 => out.push(Variant { f16: true, ..Variant::plain(kernel) }),
                 Kernel::MatmulCoop => {
                     for format in Format::ALL.into_iter().filter(|f| f.is_quantized()) {
                         for (coop, tpr) in COOP_SHAPES {

@@ -6,7 +6,11 @@
 //!   simdgroup matrices), quantized weights: `matmul_coop.wgsl`. Per 64 values of k a
 //!   4s × 4s tile (s = the matrix side, 16 or 8) decodes its weight rows and x rows into f16 slabs,
 //!   and each of 4 subgroups multiplies 2 × 2 matrices of side s from them, summing in f32
-//!   (on the H100 1.2–1.5× the tiled kernel's prefill: benches/notes/wgpu.md, v13).
+//!   (on the H100 1.2–1.5× the tiled kernel's prefill: benches/notes/wgpu.md, v13). With
+//!   `Options::coop_dequant` the call instead decodes the weight to f16 once (`dequant_f16.wgsl`,
+//!   in row ranges of at most COOP16_W_BYTES) and x once (`to_f16.wgsl`), and `matmul_coop16.wgsl`
+//!   multiplies them straight from storage, 2 × 4 matrices per subgroup, with no slab and no
+//!   barrier per step of k: the same operands and products, so matmul_coop's bits (tests/wgpu.rs).
 //! - m ≥ TILED_MIN_M (prefill, large decode batches, long verifies): `matmul_tiled.wgsl`, a
 //!   shared-memory SGEMM. Each workgroup owns a 64 × BN output tile (BN = 64, or 128 when that
 //!   still gives LARGE_MIN_GROUPS workgroups and fits the adapter's workgroup memory), and per K
@@ -150,6 +154,9 @@ fn matmul_part(
     let params = [&part.info[..], &[m as u32, n as u32, part.row0 as u32, w.rows as u32]].concat();
     let bufs = [&part.buf, xq.unwrap_or(&x.buf), &dst.buf];
     if let Some(v) = coop(be, format, m) {
+        if be.ctx.coop_dequant && coop16_fits(be, m, x.cols) {
+            return coop16(be, x, w, part, dst, v);
+        }
         let side = 4 * v.coop as usize;
         let groups = [n.div_ceil(side) as u32, m.div_ceil(side) as u32, 1];
         return be.ctx.dispatch(v, &bufs, &params, groups);
@@ -420,6 +427,56 @@ fn coop(be: &Wgpu, format: Format, m: usize) -> Option<Variant> {
         ..Variant::plain(Kernel::MatmulCoop)
     };
     Some(v)
+}
+
+/// x rows and weight rows of a matmul_coop16 tile (`BM`, `BN`: 2·TM and 2·TN matrices of `side`).
+fn coop16_tile(side: u32) -> (usize, usize) {
+    (4 * side as usize, 8 * side as usize)
+}
+
+/// Bytes of f16 weight rows matmul_coop16 takes per dispatch at most (and never more than a weight
+/// part may take, `Context::weight_part_bytes`): larger weights run in row ranges, so that the
+/// decoded copy stays a fraction of the whole weight's footprint.
+const COOP16_W_BYTES: u64 = 1 << 27;
+
+/// Whether x's f16 copy (m rows padded to the tile, k wide) fits one binding.
+fn coop16_fits(be: &Wgpu, m: usize, k: usize) -> bool {
+    let (bm, _) = coop16_tile(be.ctx.coop.map_or(16, |c| c.0));
+    (m.next_multiple_of(bm) * k * 2) as u64 <= be.ctx.limits.max_storage_buffer_binding_size
+}
+
+/// One part of w against x on cooperative matrices from f16 operands: x to f16 (`to_f16`), then per
+/// range of at most COOP16_W_BYTES of weight rows, the rows to f16 (`dequant_f16`) and the GEMM
+/// (`matmul_coop16`). `v`: matmul_coop's variant for this call (the adapter's side and subgroup size).
+fn coop16(
+    be: &Wgpu,
+    x: &Tensor<Wgpu>,
+    w: &Weight<Wgpu>,
+    part: &WeightPart,
+    dst: &Tensor<Wgpu>,
+    v: Variant,
+) -> Result<()> {
+    let (m, k, n) = (x.rows, x.cols, part.rows);
+    let (bm, bn) = coop16_tile(v.coop);
+    let m_pad = m.next_multiple_of(bm);
+    let xh = be.ctx.f16_x((m_pad * k * 2) as u64)?;
+    let to = Variant { f16: true, ..Variant::plain(Kernel::ToF16) };
+    be.ctx.dispatch(to, &[&x.buf, &xh], &[k as u32, m as u32, m_pad as u32, 0], be.ctx.grid_1d(m_pad * k / 4))?;
+    let cap = COOP16_W_BYTES.min(be.ctx.weight_part_bytes) as usize;
+    let chunk = (cap / (2 * k) / bn * bn).max(bn);
+    let decode = Variant { format: Some(w.format), f16: true, ..Variant::plain(Kernel::DequantF16) };
+    let gemm = Variant { kernel: Kernel::MatmulCoop16, format: None, ..v };
+    for r0 in (0..n).step_by(chunk) {
+        let rows = chunk.min(n - r0);
+        let rows_pad = rows.next_multiple_of(bn);
+        let wh = be.ctx.f16_w((rows_pad * k * 2) as u64)?;
+        let params = [&part.info[..], &[r0 as u32, rows as u32, rows_pad as u32, 0]].concat();
+        be.ctx.dispatch(decode, &[&part.buf, &wh], &params, be.ctx.grid_1d(rows_pad * k / 8))?;
+        let params = [k, m, rows, part.row0 + r0, w.rows].map(|v| v as u32);
+        let groups = [(rows_pad / bn) as u32, (m_pad / bm) as u32, 1];
+        be.ctx.dispatch(gemm, &[&xh, &wh, &dst.buf], &params, groups)?;
+    }
+    Ok(())
 }
 
 /// The matmul_tiled variant for this call, or None for the GEMV path (small m, batch-invariant
