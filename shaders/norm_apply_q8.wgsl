@@ -21,9 +21,9 @@ fn gain4(j: u32) -> vec4<f32> {
     return vec4<f32>(gain[4u * j], gain[4u * j + 1u], gain[4u * j + 2u], gain[4u * j + 3u]);
 }
 
-// Pass of vec4 j of the row: dst's values o (computed by the caller) and their int8 block. first: the row's
-// first vec4 among all rows' (start / d · d / 4); blocks: every row's int8 blocks (store_q8's bound).
-fn apply_pass(start: u32, first: u32, blocks: u32, j: u32, o: vec4<f32>, lane: u32, inside: bool) {
+// Pass of vec4 j of the row: dst's values o (computed by the caller) and their int8 block.
+fn apply_pass(start: u32, j: u32, o: vec4<f32>, lane: u32, inside: bool) {
+    let vecs = params.d / 4u;
     if (inside) {
         let i = start + 4u * j;
         dst[i] = o.x;
@@ -31,15 +31,13 @@ fn apply_pass(start: u32, first: u32, blocks: u32, j: u32, o: vec4<f32>, lane: u
         dst[i + 2u] = o.z;
         dst[i + 3u] = o.w;
     }
-    store_q8(o, first + j, lane, blocks, inside);
+    store_q8(o, (start / params.d) * vecs + j, lane, params.rows * (params.d / 32u), inside);
 }
 
 fn apply_norm(start: u32, scale: f32, lane: u32) {
     // add_rms_norm's lanes wrote x in the order of their sums, another lane's values than these.
     storageBarrier();
     let vecs = params.d / 4u;
-    let first = (start / params.d) * vecs;
-    let blocks = params.rows * (params.d / 32u);
     var xv: array<vec4<f32>, PRE>;
     var gv: array<vec4<f32>, PRE>;
     for (var p = 0u; p < PRE; p++) {
@@ -53,7 +51,7 @@ fn apply_norm(start: u32, scale: f32, lane: u32) {
         let j = p * WG + lane;
         if (p * WG < vecs) {
             let inside = j < vecs;
-            apply_pass(start, first, blocks, j, select(vec4<f32>(0.0), xv[p] * scale * gv[p], inside), lane, inside);
+            apply_pass(start, j, select(vec4<f32>(0.0), xv[p] * scale * gv[p], inside), lane, inside);
         }
     }
     for (var base = PRE * WG; base < vecs; base += WG) {
@@ -63,6 +61,6 @@ fn apply_norm(start: u32, scale: f32, lane: u32) {
         if (inside) {
             o = x4(start, j) * scale * gain4(j);
         }
-        apply_pass(start, first, blocks, j, o, lane, inside);
+        apply_pass(start, j, o, lane, inside);
     }
 }
