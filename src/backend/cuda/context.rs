@@ -45,6 +45,43 @@ pub struct Cuda {
     pub(super) graphs_enabled: bool,
     /// Per-op GPU times with `ULTRA_CUDA_PROFILE=1` (printed on drop).
     pub(super) profiler: Option<super::profile::Profiler>,
+    /// Which fused decode launches run (`ULTRA_CUDA_FUSE`).
+    pub(super) fusions: Fusions,
+}
+
+/// Which of the decode step's fused launches run: `ULTRA_CUDA_FUSE` is a comma list of `norm` (the
+/// norm writes xn's int8 planes), `rope` (rope of q and k and the cache write in one launch) and
+/// `attn` (flash-decoding writes att's planes), or `none`; all by default. An op whose fusion is off
+/// runs as its separate launches: for A/B timing and to find which fusion a wrong result comes from.
+#[derive(Clone, Copy, Debug, PartialEq)]
+pub struct Fusions {
+    pub norm: bool,
+    pub rope: bool,
+    pub attn: bool,
+}
+
+impl Fusions {
+    pub const ALL: Fusions = Fusions { norm: true, rope: true, attn: true };
+
+    /// The fusions a `ULTRA_CUDA_FUSE` value names (None: unset, all); an unknown name is an error.
+    pub fn parse(value: Option<&str>) -> Result<Fusions> {
+        let Some(value) = value else { return Ok(Fusions::ALL) };
+        let mut f = Fusions { norm: false, rope: false, attn: false };
+        for name in value.split(',').map(str::trim).filter(|n| !n.is_empty()) {
+            match name {
+                "norm" => f.norm = true,
+                "rope" => f.rope = true,
+                "attn" => f.attn = true,
+                "none" => {}
+                other => {
+                    return Err(Error::InvalidArgument(format!(
+                        "ULTRA_CUDA_FUSE: unknown fusion {other:?} (norm, rope, attn or none)"
+                    )));
+                }
+            }
+        }
+        Ok(f)
+    }
 }
 
 fn unavailable(reason: impl Into<String>) -> Error {
@@ -95,6 +132,7 @@ impl Cuda {
             graphs: Mutex::new(Graphs::new(if major >= 9 { Pdl::from_env() } else { Pdl::Off })),
             graphs_enabled: std::env::var("ULTRA_CUDA_GRAPHS").map_or(true, |v| v != "0") && !profile::requested(),
             profiler: profile::requested().then(super::profile::Profiler::default),
+            fusions: Fusions::parse(std::env::var("ULTRA_CUDA_FUSE").ok().as_deref())?,
         })
     }
 
