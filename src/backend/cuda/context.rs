@@ -214,3 +214,20 @@ pub(super) fn grid_1d(n: u64, block: u32) -> Result<LaunchConfig> {
     }
     Ok(LaunchConfig { grid_dim: (blocks as u32, 1, 1), block_dim: (block, 1, 1), shared_mem_bytes: 0 })
 }
+
+#[cfg(test)]
+mod tests {
+    use super::Fusions;
+
+    #[test]
+    fn fuse_lists_name_their_fusions() {
+        assert_eq!(Fusions::parse(None).unwrap(), Fusions::ALL);
+        let none = Fusions { norm: false, rope: false, attn: false };
+        assert_eq!(Fusions::parse(Some("none")).unwrap(), none);
+        assert_eq!(Fusions::parse(Some("")).unwrap(), none);
+        assert_eq!(Fusions::parse(Some("rope, attn")).unwrap(), Fusions { rope: true, attn: true, ..none });
+        assert_eq!(Fusions::parse(Some("norm,rope,attn")).unwrap(), Fusions::ALL);
+        let e = Fusions::parse(Some("norm,qkv")).unwrap_err().to_string();
+        assert!(e.contains("ULTRA_CUDA_FUSE") && e.contains("qkv"), "{e}");
+    }
+}
