@@ -22,7 +22,9 @@ pub use context::Cuda;
 pub use memory::{CudaBuffer, CudaWeight};
 pub use offload::CudaHostWeight;
 
-use crate::backend::{AttnBatch, AttnShape, Backend, DType, HostBytes, KvLayer, Rope, StepMode, Tensor, Weight};
+use crate::backend::{
+    AttnBatch, AttnShape, Backend, DType, HostBytes, KvLayer, Rope, StepMode, Tensor, Weight, unfused,
+};
 use crate::error::Result;
 use crate::quant::Format;
 
@@ -127,11 +129,7 @@ impl Backend for Cuda {
         parts: &mut [(&Weight<Self>, &mut Tensor<Self>)],
     ) -> Result<()> {
         if !self.fusions.norm {
-            match y {
-                Some(y) => self.add_rms_norm(x, y, gain, eps, xn)?,
-                None => self.rms_norm(x, gain, eps, xn)?,
-            }
-            return self.matmuls(xn, parts);
+            return unfused::norm_matmuls(self, x, y, gain, eps, xn, parts);
         }
         self.note_matmul(xn.rows, parts.iter().map(|(w, _)| matmul::weight_bytes(w)).sum());
         let label = self.profiler.as_ref().map(|_| matmul::label_norm_many(xn, parts)).unwrap_or_default();
@@ -157,9 +155,7 @@ impl Backend for Cuda {
         cache: &mut KvLayer<Self>,
     ) -> Result<()> {
         if !self.fusions.rope {
-            self.rope(q, &batch.pos, rope, factors)?;
-            self.rope(k, &batch.pos, rope, factors)?;
-            return self.kv_write(k, v, &batch.slot, cache);
+            return unfused::rope_kv_write(self, q, k, v, batch, rope, factors, cache);
         }
         self.op(|| ("rope_kv_write".into(), 0), || rope::rope_kv_write(self, q, k, v, batch, rope, factors, cache))
     }
@@ -231,8 +227,7 @@ impl Backend for Cuda {
         dst: &mut Tensor<Self>,
     ) -> Result<()> {
         if !self.fusions.attn {
-            self.attention(q, cache, batch, shape, att)?;
-            return self.matmul(att, w, dst);
+            return unfused::attention_matmul(self, q, cache, batch, shape, att, w, dst);
         }
         self.note_matmul(att.rows, matmul::weight_bytes(w));
         let label = self.profiler.as_ref().map(|_| matmul::label_fused("attention", att, w)).unwrap_or_default();
