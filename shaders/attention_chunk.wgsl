@@ -32,15 +32,27 @@ var<workgroup> slots: array<u32, CHUNK>;
 var<private> oc: array<vec4<f32>, ITEMS>;
 var<private> lc: array<f32, ITEMS>;
 
+// Most vec4s one lane stages per call (a stage fills at most SV vec4s).
+const STAGE_LOADS: u32 = (SV + WG - 1u) / WG;
+
 // K (or V) rows [st, st + n) of the chunk into kv: consecutive threads load consecutive vec4s of a row.
+// Every load is issued before the first store, so that a lane has all of them in flight at once: in a loop
+// of one load and one store, each store waits for its load before the next load is issued.
 fn stage(from_v: bool, st: u32, n: u32, kv_col: u32, lane: u32) {
     let hd4 = params.head_dim / 4u;
     let stride4 = params.n_kv_heads * hd4;
-    for (var i = lane; i < n * hd4; i += WG) {
-        let jj = i / hd4;
-        let c = i % hd4;
-        let at = slots[st + jj] * stride4 + kv_col + c;
-        kv[jj * (hd4 + 1u) + c] = kv_load(from_v, at);
+    var got: array<vec4<f32>, STAGE_LOADS>;
+    for (var k = 0u; k < STAGE_LOADS; k++) {
+        let i = lane + k * WG;
+        if (i < n * hd4) {
+            got[k] = kv_load(from_v, slots[st + i / hd4] * stride4 + kv_col + i % hd4);
+        }
+    }
+    for (var k = 0u; k < STAGE_LOADS; k++) {
+        let i = lane + k * WG;
+        if (i < n * hd4) {
+            kv[(i / hd4) * (hd4 + 1u) + i % hd4] = got[k];
+        }
     }
 }
 

@@ -8,6 +8,8 @@
 // Numerics           attention_fold's, chunk by chunk in ascending order: the bits attention_tiled gives
 
 const WG: u32 = 64u;
+// Chunks whose partials a lane loads at once.
+const FOLD_LOADS: u32 = 8u;
 
 struct Params { n_heads: u32, head_dim: u32, n_chunks: u32, window: u32 }
 
@@ -30,10 +32,23 @@ fn attention_combine(@builtin(workgroup_id) wg: vec3<u32>, @builtin(num_workgrou
         var out = vec4<f32>(0.0);
         if (inside) {
             var run = run_start();
-            for (var c = first_key(pos[t], params.window) / CHUNK; c <= last; c++) {
-                let b = (th * params.n_chunks + c) * (hd4 + 1u);
-                let ml = part[b];
-                run = fold(run, ml.x, ml.y, part[b + 1u + c4]);
+            // FOLD_LOADS chunks' partials are loaded before any is folded, so that their loads are in flight
+            // together (the addresses do not depend on the fold); the fold keeps the chunks' order.
+            for (var c = first_key(pos[t], params.window) / CHUNK; c <= last; c += FOLD_LOADS) {
+                var ml: array<vec4<f32>, FOLD_LOADS>;
+                var o: array<vec4<f32>, FOLD_LOADS>;
+                for (var k = 0u; k < FOLD_LOADS; k++) {
+                    if (c + k <= last) {
+                        let b = (th * params.n_chunks + c + k) * (hd4 + 1u);
+                        ml[k] = part[b];
+                        o[k] = part[b + 1u + c4];
+                    }
+                }
+                for (var k = 0u; k < FOLD_LOADS; k++) {
+                    if (c + k <= last) {
+                        run = fold(run, ml[k].x, ml[k].y, o[k]);
+                    }
+                }
             }
             out = finish(run);
         }

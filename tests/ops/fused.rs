@@ -94,9 +94,10 @@ pub fn add_rms_norm<B: Backend>(b: &B) {
 /// norm_matmuls == [add_]rms_norm then matmuls, bit for bit (x, xn and every output): wgpu's fused
 /// decode path writes xn's int8 blocks in the norm's dispatch, exactly as quantizing xn afterwards
 /// would (cuda: in the norm's launch). Mixed formats: the float part reads xn itself. Rows of 768
-/// and 4,096 values (cuda quantizes a row wider than 2,048 in two passes of its block).
+/// and 5,120 values (wgpu's norm loads the first 4,096 of a row before its first pass and the rest
+/// pass by pass; cuda quantizes a row wider than 2,048 in two passes of its block).
 pub fn norm_matmuls<B: Backend>(b: &B) {
-    for k in [768, 4096] {
+    for k in [768, 5120] {
         norm_matmuls_at(b, k); // whole blocks of Q4_K's 256
     }
 }
