@@ -51,8 +51,9 @@ pub struct Cuda {
 
 /// Which of the decode step's fused launches run: `ULTRA_CUDA_FUSE` is a comma list of `norm` (the
 /// norm writes xn's int8 planes), `rope` (rope of q and k and the cache write in one launch) and
-/// `attn` (flash-decoding writes att's planes), or `none`; all by default. An op whose fusion is off
-/// runs as its separate launches: for A/B timing and to find which fusion a wrong result comes from.
+/// `attn` (flash-decoding writes att's planes), or `none`; by default `rope,attn` (`DEFAULT`). An op
+/// whose fusion is off runs as its separate launches: for A/B timing and to find which fusion a wrong
+/// result comes from.
 #[derive(Clone, Copy, Debug, PartialEq)]
 pub struct Fusions {
     pub norm: bool,
@@ -62,10 +63,13 @@ pub struct Fusions {
 
 impl Fusions {
     pub const ALL: Fusions = Fusions { norm: true, rope: true, attn: true };
+    /// Without the norm's: on an H100 it alone made llama-8b decode 5% slower, while rope and attn
+    /// together made the three shapes 4–11% faster (benches/notes/cuda.md v30).
+    pub const DEFAULT: Fusions = Fusions { norm: false, rope: true, attn: true };
 
-    /// The fusions a `ULTRA_CUDA_FUSE` value names (None: unset, all); an unknown name is an error.
+    /// The fusions a `ULTRA_CUDA_FUSE` value names (None: unset, `DEFAULT`); an unknown name is an error.
     pub fn parse(value: Option<&str>) -> Result<Fusions> {
-        let Some(value) = value else { return Ok(Fusions::ALL) };
+        let Some(value) = value else { return Ok(Fusions::DEFAULT) };
         let mut f = Fusions { norm: false, rope: false, attn: false };
         for name in value.split(',').map(str::trim).filter(|n| !n.is_empty()) {
             match name {
@@ -134,6 +138,13 @@ impl Cuda {
             profiler: profile::requested().then(super::profile::Profiler::default),
             fusions: Fusions::parse(std::env::var("ULTRA_CUDA_FUSE").ok().as_deref())?,
         })
+    }
+
+    /// This backend with exactly `fusions` running, whatever `ULTRA_CUDA_FUSE` says (the op table
+    /// checks every fusion this way, default or not).
+    pub fn with_fusions(mut self, fusions: Fusions) -> Cuda {
+        self.fusions = fusions;
+        self
     }
 
     /// Turns the recording of decode steps as CUDA graphs on or off (on by default, unless
@@ -221,7 +232,7 @@ mod tests {
 
     #[test]
     fn fuse_lists_name_their_fusions() {
-        assert_eq!(Fusions::parse(None).unwrap(), Fusions::ALL);
+        assert_eq!(Fusions::parse(None).unwrap(), Fusions::DEFAULT);
         let none = Fusions { norm: false, rope: false, attn: false };
         assert_eq!(Fusions::parse(Some("none")).unwrap(), none);
         assert_eq!(Fusions::parse(Some("")).unwrap(), none);

@@ -18,7 +18,7 @@ mod repack;
 mod rope;
 mod sampling;
 
-pub use context::Cuda;
+pub use context::{Cuda, Fusions};
 pub use memory::{CudaBuffer, CudaWeight};
 pub use offload::CudaHostWeight;
 
