@@ -2,7 +2,8 @@
 //            the block table: slot(j) = block_table[seq[t]][j / block_size] · block_size + j % block_size;
 //            j0 = first_key(pos[t], window) (common.cuh; 0 without a window): keys before it are never read
 // Layout     q, dst: [n_tokens, n_heads · head_dim] f32; cache_k, cache_v: [n_slots, n_kv_heads · head_dim] f32, or
-//            f16 for the entries named *_f16;
+//            f16 for the entries named *_f16; with xq non-null also dst's two int8 planes (quantize_q8_1.cu, joined
+//            before this file; head_dim % 32 == 0), written as each head is finished;
 //            partial: [n_tokens · n_heads][n_splits][2 + head_dim] = (max, sum, unnormalized output);
 //            done: u32 [n_tokens · n_kv_heads · n_chunks] split counters, zero between launches
 // Launch     attention_<HD> (HEADS = 4) and attention_h1_<HD> (HEADS = 1), HD ≥ head_dim: grid (n_tokens · n_kv_heads · n_chunks,
@@ -18,9 +19,17 @@
 
 #define ATT_WARPS 4
 
-// Merges one (token, head)'s split partials by max-rescaling. Other blocks wrote them: the loads go
-// through L2 (__ldcg), never a stale L1 line.
-__device__ void combine_splits(const float* base, float* out, u32 head_dim, u32 n_splits) {
+// Output value d of a head whose first value is dst[i0]: dst[i0 + d] = v, and with planes (q8.xq) its
+// lane of the planes' block: head_dim % 32 == 0 (the caller's rule), so each warp's 32 values of the
+// loops below are one block, and every lane of the warp calls.
+__device__ __forceinline__ void head_out(float v, float* dst, u64 i0, u32 d, Q8Out q8) {
+    dst[i0 + d] = v;
+    if (q8.xq) quantize_q8_1_lane(v, i0 + d, q8.total, q8.xq, q8.xds);
+}
+
+// Merges one (token, head)'s split partials by max-rescaling into dst[i0 ..]. Other blocks wrote them:
+// the loads go through L2 (__ldcg), never a stale L1 line.
+__device__ void combine_splits(const float* base, float* dst, u64 i0, u32 head_dim, u32 n_splits, Q8Out q8) {
     const u32 stride = 2 + head_dim;
     float m = -1e30f;
     for (u32 s = 0; s < n_splits; s++) m = fmaxf(m, __ldcg(base + s * stride));
@@ -29,7 +38,7 @@ __device__ void combine_splits(const float* base, float* out, u32 head_dim, u32 
     for (u32 d = threadIdx.x; d < head_dim; d += blockDim.x) {
         float a = 0.0f;
         for (u32 s = 0; s < n_splits; s++) a += __ldcg(base + s * stride + 2 + d) * expf(__ldcg(base + s * stride) - m);
-        out[d] = l > 0.0f ? a / l : 0.0f;
+        head_out(l > 0.0f ? a / l : 0.0f, dst, i0, d, q8);
     }
 }
 
@@ -98,7 +107,7 @@ __device__ __forceinline__ void finish_block(const float (&s_max)[ATT_WARPS][ATT
                                              const float (&s_sum)[ATT_WARPS][ATT_HEADS],
                                              const float (&s_acc)[ATT_WARPS][ATT_HEADS][32 * DPL], float* dst,
                                              float* partial, u32* done, u32 grp, u32 t, u32 h0, u32 nh, u32 n_heads,
-                                             u32 head_dim, u32 split, u32 n_splits) {
+                                             u32 head_dim, u32 split, u32 n_splits, Q8Out q8) {
     for (u32 hh = 0; hh < nh; hh++) {
         const u64 th = (u64)t * n_heads + h0 + hh;  // the (token, head) pair
         float m = s_max[0][hh];
@@ -109,7 +118,7 @@ __device__ __forceinline__ void finish_block(const float (&s_max)[ATT_WARPS][ATT
         for (u32 d = threadIdx.x; d < head_dim; d += blockDim.x) {
             float a = 0.0f;
             for (int w = 0; w < ATT_WARPS; w++) a += s_acc[w][hh][d] * expf(s_max[w][hh] - m);
-            if (n_splits == 1) dst[th * head_dim + d] = l > 0.0f ? a / l : 0.0f;
+            if (n_splits == 1) head_out(l > 0.0f ? a / l : 0.0f, dst, th * head_dim, d, q8);
             else out[2 + d] = a;
         }
         if (n_splits > 1 && threadIdx.x == 0) {
@@ -130,7 +139,7 @@ __device__ __forceinline__ void finish_block(const float (&s_max)[ATT_WARPS][ATT
     if (threadIdx.x == 0) done[grp] = 0;  // zero again for the next launch (or graph replay)
     for (u32 hh = 0; hh < nh; hh++) {
         const u64 th = (u64)t * n_heads + h0 + hh;
-        combine_splits(partial + th * n_splits * (2 + head_dim), dst + th * head_dim, head_dim, n_splits);
+        combine_splits(partial + th * n_splits * (2 + head_dim), dst, th * head_dim, head_dim, n_splits, q8);
     }
 }
 
@@ -141,7 +150,7 @@ __device__ __forceinline__ void attention_body(const float* q, const KV* cache_k
                                                const u32* seq, const u32* pos, const u32* block_table, float* dst,
                                                float* partial, u32* done, u32 n_heads, u32 n_kv_heads,
                                                u32 head_dim, float scale, u32 block_size, u32 max_blocks,
-                                               u32 n_splits, u32 n_seqs, u32 n_slots, u32 window) {
+                                               u32 n_splits, u32 n_seqs, u32 n_slots, u32 window, Q8Out q8) {
     __shared__ float s_max[ATT_WARPS][ATT_HEADS], s_sum[ATT_WARPS][ATT_HEADS];
     __shared__ float s_acc[ATT_WARPS][ATT_HEADS][32 * DPL];
     const auto [grp, t, split, kv_head, h0, nh] = split_block<ATT_HEADS>(n_heads, n_kv_heads);
@@ -199,20 +208,21 @@ __device__ __forceinline__ void attention_body(const float* q, const KV* cache_k
     }
     __syncthreads();
     finish_block<ATT_HEADS, DPL>(s_max, s_sum, s_acc, dst, partial, done, grp, t, h0, nh, n_heads, head_dim, split,
-                                 n_splits);
+                                 n_splits, q8);
 }
 
 // A flash-decoding entry, this file's or attention_batch.cu's (the same arguments, Layout above): every argument
-// passed on to BODY, a parenthesized body template such as (attention_body<4, 2, float>).
+// passed on to BODY, a parenthesized body template such as (attention_body<4, 2, float>); xq, xds, q8_total: dst's
+// int8 planes (quantize_q8_1.cu) for the o projection's GEMV, written as each head is finished, or xq null.
 #define SPLIT_ATTENTION_ENTRY(NAME, KV, MIN_BLOCKS, BODY)                                                       \
     extern "C" __global__ void __launch_bounds__(128, MIN_BLOCKS)                                               \
         NAME(const float* q, const KV* cache_k, const KV* cache_v, const u32* seq, const u32* pos,              \
              const u32* block_table, float* dst, float* partial, u32* done, u32 n_heads, u32 n_kv_heads,        \
              u32 head_dim, float scale, u32 block_size, u32 max_blocks, u32 n_splits, u32 n_seqs, u32 n_slots,  \
-             u32 window) {                                                                                      \
+             u32 window, signed char* xq, float2* xds, u64 q8_total) {                                          \
         GRID_DEPENDENCY_WAIT();                                                                                  \
         BODY(q, cache_k, cache_v, seq, pos, block_table, dst, partial, done, n_heads, n_kv_heads, head_dim, scale, \
-             block_size, max_blocks, n_splits, n_seqs, n_slots, window);                                        \
+             block_size, max_blocks, n_splits, n_seqs, n_slots, window, Q8Out{xq, xds, q8_total});             \
     }
 #define ATTENTION_ENTRY(NAME, HEADS, DPL, KV, MIN_BLOCKS) \
     SPLIT_ATTENTION_ENTRY(NAME, KV, MIN_BLOCKS, (attention_body<HEADS, DPL, KV>))

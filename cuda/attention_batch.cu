@@ -131,7 +131,7 @@ __device__ __forceinline__ void attention_batch_body(const float* q, const KV* c
                                                      float* dst, float* partial, u32* done, u32 n_heads,
                                                      u32 n_kv_heads, u32 head_dim, float scale, u32 block_size,
                                                      u32 max_blocks, u32 n_splits, u32 n_seqs, u32 n_slots,
-                                                     u32 window) {
+                                                     u32 window, Q8Out q8) {
     __shared__ float s_max[ATT_WARPS][AB_HEADS], s_sum[ATT_WARPS][AB_HEADS];
     __shared__ float s_acc[ATT_WARPS][AB_HEADS][32 * DPL];
     // A chunk's probabilities, pair = key · 4 + head, read back as one float4 per key.
@@ -254,7 +254,7 @@ __device__ __forceinline__ void attention_batch_body(const float* q, const KV* c
     }
     __syncthreads();
     finish_block<AB_HEADS, DPL>(s_max, s_sum, s_acc, dst, partial, done, grp, t, h0, nh, n_heads, head_dim, split,
-                                n_splits);
+                                n_splits, q8);
 }
 
 #define ATTENTION_BATCH_ENTRY(NAME, DPL, KV, MIN_BLOCKS) \

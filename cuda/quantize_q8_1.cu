@@ -29,6 +29,14 @@ __device__ __forceinline__ void quantize_q8_1_lane(float v, u64 i, u64 total, si
     }
 }
 
+// Where a kernel that makes x also writes x's planes (the norm, attention's merge; total = x's values),
+// for the decode GEMV that reads x next; xq null: no planes.
+struct Q8Out {
+    signed char* xq;
+    float2* xds;
+    u64 total;
+};
+
 extern "C" __global__ void quantize_q8_1(const float* x, signed char* xq, float2* xds, u64 total) {
     GRID_DEPENDENCY_WAIT();
     const u64 i = (u64)blockIdx.x * blockDim.x + threadIdx.x;

@@ -16,6 +16,7 @@ pub mod cpu;
 pub mod cuda;
 pub mod host_mirror;
 pub mod profile;
+pub mod unfused;
 #[cfg(feature = "wgpu")]
 pub mod wgpu;
 
@@ -289,12 +290,7 @@ pub trait Backend: Send + Sync + Sized + 'static {
         xn: &mut Tensor<Self>,
         parts: &mut [(&Weight<Self>, &mut Tensor<Self>)],
     ) -> Result<()> {
-        check::norm(x, y, gain, xn)?; // add_rms_norm's own error, which its default would not give
-        match y {
-            Some(y) => self.add_rms_norm(x, y, gain, eps, xn)?,
-            None => self.rms_norm(x, gain, eps, xn)?,
-        }
-        self.matmuls(xn, parts)
+        unfused::norm_matmuls(self, x, y, gain, eps, xn, parts)
     }
 
     // ---- rope -----------------------------------------------------------------------------
@@ -317,9 +313,7 @@ pub trait Backend: Send + Sync + Sized + 'static {
         factors: Option<&Tensor<Self>>,
         cache: &mut KvLayer<Self>,
     ) -> Result<()> {
-        self.rope(q, &batch.pos, rope, factors)?;
-        self.rope(k, &batch.pos, rope, factors)?;
-        self.kv_write(k, v, &batch.slot, cache)
+        unfused::rope_kv_write(self, q, k, v, batch, rope, factors, cache)
     }
     /// Per-head RMSNorm with gain [1, head_dim], then RoPE, in place (models with q/k norms).
     fn rms_norm_rope(
@@ -396,8 +390,7 @@ pub trait Backend: Send + Sync + Sized + 'static {
         w: &Weight<Self>,
         dst: &mut Tensor<Self>,
     ) -> Result<()> {
-        self.attention(q, cache, batch, shape, att)?;
-        self.matmul(att, w, dst)
+        unfused::attention_matmul(self, q, cache, batch, shape, att, w, dst)
     }
     /// Copies KV slots [src, src + n) to [dst, dst + n) (copy-on-write of a shared page).
     fn copy_slots(&self, cache: &mut KvLayer<Self>, src: usize, dst: usize, n: usize) -> Result<()>;

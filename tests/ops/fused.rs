@@ -93,9 +93,16 @@ pub fn add_rms_norm<B: Backend>(b: &B) {
 
 /// norm_matmuls == [add_]rms_norm then matmuls, bit for bit (x, xn and every output): wgpu's fused
 /// decode path writes xn's int8 blocks in the norm's dispatch, exactly as quantizing xn afterwards
-/// would. Mixed formats: the float part reads xn itself.
+/// would (cuda: in the norm's launch). Mixed formats: the float part reads xn itself. Rows of 768
+/// and 5,120 values (cuda quantizes a row wider than 2,048 in two passes of its block).
 pub fn norm_matmuls<B: Backend>(b: &B) {
-    let (k, n) = (768, 45); // whole blocks of Q4_K's 256
+    for k in [768, 5120] {
+        norm_matmuls_at(b, k); // whole blocks of Q4_K's 256
+    }
+}
+
+fn norm_matmuls_at<B: Backend>(b: &B, k: usize) {
+    let n = 45;
     let groups: [&[Format]; 5] = [
         &[Format::Q4_0; 3],
         &[Format::Q4_1; 2],
@@ -104,7 +111,7 @@ pub fn norm_matmuls<B: Backend>(b: &B) {
         &[Format::Q4_0, Format::F16],
     ];
     for formats in groups {
-        let mut rng = Rng::from_name(&format!("norm_matmuls {formats:?}"));
+        let mut rng = Rng::from_name(&format!("norm_matmuls {formats:?} k={k}"));
         let weights: Vec<_> = formats
             .iter()
             .enumerate()
@@ -132,7 +139,7 @@ pub fn norm_matmuls<B: Backend>(b: &B) {
             let (got, want) = (run(true), run(false));
             for (i, (g, w)) in got.iter().zip(&want).enumerate() {
                 let name = ["x", "xn"].get(i).map_or_else(|| format!("dst {}", i - 2), |s| s.to_string());
-                assert_bits_eq(&format!("norm_matmuls {formats:?} m={m} add={add}: {name}"), g, w);
+                assert_bits_eq(&format!("norm_matmuls {formats:?} k={k} m={m} add={add}: {name}"), g, w);
             }
         }
     }

@@ -168,6 +168,9 @@ op_suite!(wgpu_coop: ultra::Wgpu => crate::harness::or_skip("cooperative-matrix 
 // for attention batches of 64+ tokens (the tiled prefill kernel, not the split-K one).
 #[cfg(feature = "cuda")]
 op_suite!(cuda: ultra::Cuda => crate::harness::or_skip("CUDA", "ULTRA_REQUIRE_CUDA", ultra::Cuda::new(0)), invariance: same, matmul_rows: 7, attn_tokens: 63);
+// Every fused decode launch on, the norm's included (off by default: `Fusions::DEFAULT`).
+#[cfg(feature = "cuda")]
+op_suite!(cuda_all_fusions: ultra::Cuda => crate::harness::or_skip("CUDA", "ULTRA_REQUIRE_CUDA", ultra::Cuda::new(0).map(|c| c.with_fusions(ultra::backend::cuda::Fusions::ALL))), invariance: same, matmul_rows: 7, attn_tokens: 63);
 
 /// Every family has cases (a new family without rows fails here, not silently).
 #[test]

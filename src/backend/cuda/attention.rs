@@ -32,7 +32,9 @@ use cudarc::driver::{LaunchConfig, PushKernelArg, sys};
 use super::context::{Cuda, grid_1d};
 use super::driver::driver;
 use super::kernels::{Module, entry};
-use crate::backend::{AttnBatch, AttnShape, DType, KvLayer, Tensor, check};
+use super::matmul::{self, VEC_MAX_M};
+use super::planes::{Planes, Q8_BLOCK};
+use crate::backend::{AttnBatch, AttnShape, DType, KvLayer, Tensor, Weight, check};
 use crate::error::{Error, Result};
 
 /// Key splits per (token, head): split s takes keys j ≡ s (mod N_SPLITS).
@@ -52,6 +54,8 @@ const BATCH_SPLITS: usize = 4;
 /// Batches of at least this many tokens run attention_prefill. Decode batches are usually smaller,
 /// prefill chunks larger; below it the tiled kernel would have too few blocks to fill the GPU.
 const PREFILL_MIN_TOKENS: usize = 64;
+// attention_matmul's decode path is flash-decoding's: the GEMV's rows never reach the tiled kernel.
+const _: () = assert!(VEC_MAX_M < PREFILL_MIN_TOKENS);
 /// attention_prefill's tile: query rows and keys per block, threads (cuda/attention_prefill.cu).
 const PREFILL_ROWS: usize = 64;
 const PREFILL_KEYS: usize = 64;
@@ -114,9 +118,44 @@ pub fn attention(
     match tiled {
         Some(variant) => attention_prefill(cuda, q, cache, batch, shape, variant, dst),
         None => {
-            attention_split(cuda, q, cache, batch, shape, split_plan(cuda, q.rows, shape, cache, batch.decode), dst)
+            let plan = split_plan(cuda, q.rows, shape, cache, batch.decode);
+            attention_split(cuda, q, cache, batch, shape, plan, dst, None)
         }
     }
+}
+
+/// attention into att, then dst = att · wᵀ (the output projection). For decode (m ≤ 8) with a
+/// quantized w and heads of whole 32-value blocks, flash-decoding writes att's int8 planes as it
+/// finishes each head and the GEMV reads them: no quantize launch between them. Otherwise
+/// `attention`, then `matmul`.
+#[allow(clippy::too_many_arguments)] // attention's five tensors and shape, and the matmul's weight and output
+pub fn attention_matmul(
+    cuda: &Cuda,
+    q: &Tensor<Cuda>,
+    cache: &KvLayer<Cuda>,
+    batch: &AttnBatch<Cuda>,
+    shape: &AttnShape,
+    att: &mut Tensor<Cuda>,
+    w: &Weight<Cuda>,
+    dst: &mut Tensor<Cuda>,
+) -> Result<()> {
+    check::attention(q, cache, batch, shape, att)?;
+    check::matmul(att, w, dst)?;
+    let AttnShape { n_heads, head_dim, .. } = *shape;
+    let fused = att.rows <= VEC_MAX_M
+        && w.format.is_quantized()
+        && head_dim.is_multiple_of(Q8_BLOCK)
+        && head_dim <= 256
+        && att.rows * n_heads > 0
+        && w.rows > 0;
+    if !fused {
+        attention(cuda, q, cache, batch, shape, att)?;
+        return matmul::matmul(cuda, att, w, dst);
+    }
+    let mut planes = Planes::hold(cuda, att.len())?;
+    let plan = split_plan(cuda, q.rows, shape, cache, batch.decode);
+    attention_split(cuda, q, cache, batch, shape, plan, att, Some(&mut planes))?;
+    matmul::gemv_planes(cuda, att, w, dst, &mut planes)
 }
 
 /// The attention_prefill entry and its dynamic shared memory bytes for this shape, or None for
@@ -206,7 +245,9 @@ fn split_plan(cuda: &Cuda, n_tokens: usize, shape: &AttnShape, cache: &KvLayer<C
     SplitPlan { entry: split_entry(cache, head_dim, one_head), groups, n_splits: N_SPLITS }
 }
 
-/// Flash-decoding: n_splits blocks per (token, head), the last one merging them.
+/// Flash-decoding: n_splits blocks per (token, head), the last one merging them; with `planes`
+/// (held for dst's values, head_dim a multiple of 32) also dst's int8 planes.
+#[allow(clippy::too_many_arguments)] // attention's arguments, its plan, and the planes
 fn attention_split(
     cuda: &Cuda,
     q: &Tensor<Cuda>,
@@ -215,10 +256,12 @@ fn attention_split(
     shape: &AttnShape,
     SplitPlan { entry: name, groups, n_splits }: SplitPlan,
     dst: &mut Tensor<Cuda>,
+    planes: Option<&mut Planes>,
 ) -> Result<()> {
     let AttnShape { n_heads, n_kv_heads, head_dim, scale, .. } = *shape;
     let window = window_arg(shape);
     let pairs = q.rows * n_heads;
+    let q8_total = dst.len() as u64; // the planes' values, if any
     let partial_bytes = if n_splits > 1 { pairs * n_splits * (2 + head_dim) * 4 } else { 0 };
     let mut scratch = cuda.scratch(&cuda.attn_scratch, partial_bytes)?;
     let partial = scratch.as_mut().expect("scratch allocated");
@@ -236,12 +279,15 @@ fn attention_split(
     l.arg(&batch.block_table.buf.dev).arg(&mut dst.buf.dev).arg(&mut *partial).arg(&mut *done);
     let (n_seqs, n_slots) = (u(batch.block_table.rows), u(cache.k.rows));
     l.arg(&nh).arg(&nkv).arg(&hd).arg(&scale).arg(&bs).arg(&mb).arg(&ns).arg(&n_seqs).arg(&n_slots).arg(&window);
+    let (xq, xds) = planes.map_or((0, 0), |p| p.pointers(cuda)); // null: no planes
+    l.arg(&xq).arg(&xds).arg(&q8_total);
     // SAFETY: arguments match attention_<HD>, attention_h1_<HD> (cuda/attention.cu) and attention_batch_<HD>
     // (cuda/attention_batch.cu), or their _f16 twins, as the cache is, HD ≥ head_dim (split_entry,
     // batch_entry; ≤ 256 checked above); q, dst hold n_tokens · n_heads · head_dim floats,
     // seq/pos n_tokens u32, block_table n_seqs · max_blocks u32 (the model fills it with valid
     // blocks; check::attention rejected host-written bad indices, and the kernel still skips seq ≥ n_seqs
-    // and slots ≥ n_slots), partial pairs · n_splits · (2 + head_dim) floats, done groups u32.
+    // and slots ≥ n_slots), partial pairs · n_splits · (2 + head_dim) floats, done groups u32; xq and xds
+    // null, or planes held for q8_total = dst's values with head_dim a multiple of 32 (attention_matmul).
     unsafe { l.launch(cfg) }.map_err(driver)?;
     Ok(())
 }

@@ -45,6 +45,47 @@ pub struct Cuda {
     pub(super) graphs_enabled: bool,
     /// Per-op GPU times with `ULTRA_CUDA_PROFILE=1` (printed on drop).
     pub(super) profiler: Option<super::profile::Profiler>,
+    /// Which fused decode launches run (`ULTRA_CUDA_FUSE`).
+    pub(super) fusions: Fusions,
+}
+
+/// Which of the decode step's fused launches run: `ULTRA_CUDA_FUSE` is a comma list of `norm` (the
+/// norm writes xn's int8 planes), `rope` (rope of q and k and the cache write in one launch) and
+/// `attn` (flash-decoding writes att's planes), or `none`; by default `rope,attn` (`DEFAULT`). An op
+/// whose fusion is off runs as its separate launches: for A/B timing and to find which fusion a wrong
+/// result comes from.
+#[derive(Clone, Copy, Debug, PartialEq)]
+pub struct Fusions {
+    pub norm: bool,
+    pub rope: bool,
+    pub attn: bool,
+}
+
+impl Fusions {
+    pub const ALL: Fusions = Fusions { norm: true, rope: true, attn: true };
+    /// Without the norm's: on an H100 it alone made llama-8b decode 5% slower, while rope and attn
+    /// together made the three shapes 4–11% faster (benches/notes/cuda.md v30).
+    pub const DEFAULT: Fusions = Fusions { norm: false, rope: true, attn: true };
+
+    /// The fusions a `ULTRA_CUDA_FUSE` value names (None: unset, `DEFAULT`); an unknown name is an error.
+    pub fn parse(value: Option<&str>) -> Result<Fusions> {
+        let Some(value) = value else { return Ok(Fusions::DEFAULT) };
+        let mut f = Fusions { norm: false, rope: false, attn: false };
+        for name in value.split(',').map(str::trim).filter(|n| !n.is_empty()) {
+            match name {
+                "norm" => f.norm = true,
+                "rope" => f.rope = true,
+                "attn" => f.attn = true,
+                "none" => {}
+                other => {
+                    return Err(Error::InvalidArgument(format!(
+                        "ULTRA_CUDA_FUSE: unknown fusion {other:?} (norm, rope, attn or none)"
+                    )));
+                }
+            }
+        }
+        Ok(f)
+    }
 }
 
 fn unavailable(reason: impl Into<String>) -> Error {
@@ -95,7 +136,15 @@ impl Cuda {
             graphs: Mutex::new(Graphs::new(if major >= 9 { Pdl::from_env() } else { Pdl::Off })),
             graphs_enabled: std::env::var("ULTRA_CUDA_GRAPHS").map_or(true, |v| v != "0") && !profile::requested(),
             profiler: profile::requested().then(super::profile::Profiler::default),
+            fusions: Fusions::parse(std::env::var("ULTRA_CUDA_FUSE").ok().as_deref())?,
         })
+    }
+
+    /// This backend with exactly `fusions` running, whatever `ULTRA_CUDA_FUSE` says (the op table
+    /// checks every fusion this way, default or not).
+    pub fn with_fusions(mut self, fusions: Fusions) -> Cuda {
+        self.fusions = fusions;
+        self
     }
 
     /// Turns the recording of decode steps as CUDA graphs on or off (on by default, unless
@@ -175,4 +224,21 @@ pub(super) fn grid_1d(n: u64, block: u32) -> Result<LaunchConfig> {
         return Err(Error::InvalidArgument(format!("{n} elements exceed one CUDA launch")));
     }
     Ok(LaunchConfig { grid_dim: (blocks as u32, 1, 1), block_dim: (block, 1, 1), shared_mem_bytes: 0 })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::Fusions;
+
+    #[test]
+    fn fuse_lists_name_their_fusions() {
+        assert_eq!(Fusions::parse(None).unwrap(), Fusions::DEFAULT);
+        let none = Fusions { norm: false, rope: false, attn: false };
+        assert_eq!(Fusions::parse(Some("none")).unwrap(), none);
+        assert_eq!(Fusions::parse(Some("")).unwrap(), none);
+        assert_eq!(Fusions::parse(Some("rope, attn")).unwrap(), Fusions { rope: true, attn: true, ..none });
+        assert_eq!(Fusions::parse(Some("norm,rope,attn")).unwrap(), Fusions::ALL);
+        let e = Fusions::parse(Some("norm,qkv")).unwrap_err().to_string();
+        assert!(e.contains("ULTRA_CUDA_FUSE") && e.contains("qkv"), "{e}");
+    }
 }

@@ -113,9 +113,18 @@ macro_rules! registry {
 
 registry! {
     units {
-    RmsNorm: ["rms_norm.cu"] => { RMS_NORM = "rms_norm", ADD_RMS_NORM = "add_rms_norm" }
+    RmsNorm: ["quantize_q8_1.cu", "rms_norm.cu"] => {
+        RMS_NORM = "rms_norm",
+        ADD_RMS_NORM = "add_rms_norm",
+        RMS_NORM_Q8 = "rms_norm_q8",
+        ADD_RMS_NORM_Q8 = "add_rms_norm_q8",
+    }
     Rope: ["rope.cu"] => { ROPE = "rope" }
     RmsNormRope: ["rope.cu", "rms_norm_rope.cu"] => { RMS_NORM_ROPE = "rms_norm_rope" }
+    RopeKvWrite: ["rope.cu", "rope_kv_write.cu"] => {
+        ROPE_KV_WRITE = "rope_kv_write",
+        ROPE_KV_WRITE_F16 = "rope_kv_write_f16",
+    }
     SiluMul: ["quantize_q8_1.cu", "silu_mul.cu"] => { SILU_MUL = "silu_mul", SILU_MUL_Q8 = "silu_mul_q8" }
     GeluMul: ["gelu_mul.cu"] => { GELU_MUL = "gelu_mul" }
     AddAssign: ["add_assign.cu"] => { ADD_ASSIGN = "add_assign" }
@@ -123,7 +132,7 @@ registry! {
     GatherRows: ["gather_rows.cu"] => { GATHER_ROWS = "gather_rows" }
     KvWrite: ["kv_write.cu"] => { KV_WRITE = "kv_write", KV_WRITE_F16 = "kv_write_f16" }
     CopySlots: ["copy_slots.cu"] => { COPY_SLOTS = "copy_slots", COPY_SLOTS_F16 = "copy_slots_f16" }
-    Attention: ["attention_prefill.cu", "attention.cu", "attention_batch.cu"] => {
+    Attention: ["quantize_q8_1.cu", "attention_prefill.cu", "attention.cu", "attention_batch.cu"] => {
         ATTENTION_64 = "attention_64",
         ATTENTION_128 = "attention_128",
         ATTENTION_256 = "attention_256",

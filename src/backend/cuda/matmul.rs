@@ -86,6 +86,12 @@ pub fn label_many(x: &Tensor<Cuda>, parts: &[Part]) -> (String, u64) {
     (format!("{name} ×{}", parts.len()), bytes)
 }
 
+/// Profile row of a [`norm_matmuls`] call: the norm, then [`label_many`]'s row.
+pub fn label_norm_many(x: &Tensor<Cuda>, parts: &[Part]) -> (String, u64) {
+    let (name, bytes) = label_many(x, parts);
+    (format!("rms_norm + {name}"), bytes)
+}
+
 /// One matmul of a [`matmuls`] call: its weight and its output.
 pub type Part<'a, 'b> = (&'a Weight<Cuda>, &'b mut Tensor<Cuda>);
 
@@ -116,14 +122,56 @@ pub fn matmuls(cuda: &Cuda, x: &Tensor<Cuda>, parts: &mut [Part]) -> Result<()> 
     for (w, dst) in parts.iter() {
         check(x, w, dst)?;
     }
-    let any_quantized = parts.iter().any(|(w, _)| w.format.is_quantized());
-    let mut guard = if any_quantized { Some(quantize_x(cuda, x)?) } else { None };
-    let mut rest = &mut parts[..];
+    let planes = if any_quantized(parts) { Some(quantize_x(cuda, x)?) } else { None };
+    gemv_runs(cuda, x, parts, planes)
+}
+
+/// [x += y, then] xn = rms_norm(x), then `matmuls` of xn. For decode (m ≤ 8) with a quantized weight
+/// among the parts, the norm's launch also writes xn's int8 planes (`norm::norm_q8`) and the GEMVs
+/// read them: no quantize launch between them.
+#[allow(clippy::too_many_arguments)] // the norm's four tensors and eps, and the matmuls
+pub fn norm_matmuls(
+    cuda: &Cuda,
+    x: &mut Tensor<Cuda>,
+    y: Option<&Tensor<Cuda>>,
+    gain: &Tensor<Cuda>,
+    eps: f32,
+    xn: &mut Tensor<Cuda>,
+    parts: &mut [Part],
+) -> Result<()> {
+    let fused = x.rows <= VEC_MAX_M
+        && x.cols.is_multiple_of(Q8_BLOCK)
+        && x.cols <= super::norm::NORM_Q8_MAX_COLS
+        && any_quantized(parts);
+    if !fused {
+        match y {
+            Some(y) => super::norm::add_rms_norm(cuda, x, y, gain, eps, xn)?,
+            None => super::norm::rms_norm(cuda, x, gain, eps, xn)?,
+        }
+        return matmuls(cuda, xn, parts);
+    }
+    // The default's order of checks: the norm's, then each matmul's.
+    check::norm(x, y, gain, xn)?;
+    for (w, dst) in parts.iter() {
+        check(xn, w, dst)?;
+    }
+    let planes = super::norm::norm_q8(cuda, x, y, gain, eps, xn)?;
+    gemv_runs(cuda, xn, parts, Some(planes))
+}
+
+fn any_quantized(parts: &[Part]) -> bool {
+    parts.iter().any(|(w, _)| w.format.is_quantized())
+}
+
+/// m ≤ 8: one GEMV launch per run of up to three consecutive weights of one format; quantized ones
+/// read `planes` (x's int8 planes, written by the caller's launch), float ones x itself.
+fn gemv_runs(cuda: &Cuda, x: &Tensor<Cuda>, parts: &mut [Part], mut planes: Option<Planes>) -> Result<()> {
+    let mut rest = parts;
     while !rest.is_empty() {
         let format = rest[0].0.format;
         let run = rest.iter().take(3).take_while(|(w, _)| w.format == format).count();
         let (launch, tail) = rest.split_at_mut(run);
-        match &mut guard {
+        match &mut planes {
             Some(planes) if format.is_quantized() => gemv(cuda, x, launch, planes.pointers(cuda))?,
             _ => gemv_float(cuda, x, launch)?,
         }
@@ -154,8 +202,20 @@ pub fn silu_mul_matmul(
     }
     let mut planes = Planes::hold(cuda, hidden.len())?;
     super::elementwise::silu_mul_q8(cuda, gate, up, hidden, &mut planes)?;
+    gemv_planes(cuda, hidden, w, dst, &mut planes)
+}
+
+/// dst = x · wᵀ by the GEMV (m ≤ 8, w quantized, shapes checked) on x's int8 planes, which the
+/// caller's launch wrote.
+pub(super) fn gemv_planes(
+    cuda: &Cuda,
+    x: &Tensor<Cuda>,
+    w: &Weight<Cuda>,
+    dst: &mut Tensor<Cuda>,
+    planes: &mut Planes,
+) -> Result<()> {
     let pointers = planes.pointers(cuda);
-    gemv(cuda, hidden, &mut [(w, dst)], pointers)
+    gemv(cuda, x, &mut [(w, dst)], pointers)
 }
 
 /// Shapes and dtypes of one matmul; false when there is nothing to compute.

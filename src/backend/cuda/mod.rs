@@ -18,11 +18,13 @@ mod repack;
 mod rope;
 mod sampling;
 
-pub use context::Cuda;
+pub use context::{Cuda, Fusions};
 pub use memory::{CudaBuffer, CudaWeight};
 pub use offload::CudaHostWeight;
 
-use crate::backend::{AttnBatch, AttnShape, Backend, DType, HostBytes, KvLayer, Rope, StepMode, Tensor, Weight};
+use crate::backend::{
+    AttnBatch, AttnShape, Backend, DType, HostBytes, KvLayer, Rope, StepMode, Tensor, Weight, unfused,
+};
 use crate::error::Result;
 use crate::quant::Format;
 
@@ -117,6 +119,22 @@ impl Backend for Cuda {
     ) -> Result<()> {
         self.op(|| ("add_rms_norm".into(), 0), || norm::add_rms_norm(self, x, y, gain, eps, dst))
     }
+    fn norm_matmuls(
+        &self,
+        x: &mut Tensor<Self>,
+        y: Option<&Tensor<Self>>,
+        gain: &Tensor<Self>,
+        eps: f32,
+        xn: &mut Tensor<Self>,
+        parts: &mut [(&Weight<Self>, &mut Tensor<Self>)],
+    ) -> Result<()> {
+        if !self.fusions.norm {
+            return unfused::norm_matmuls(self, x, y, gain, eps, xn, parts);
+        }
+        self.note_matmul(xn.rows, parts.iter().map(|(w, _)| matmul::weight_bytes(w)).sum());
+        let label = self.profiler.as_ref().map(|_| matmul::label_norm_many(xn, parts)).unwrap_or_default();
+        self.op(|| label, || matmul::norm_matmuls(self, x, y, gain, eps, xn, parts))
+    }
     fn rope(
         &self,
         x: &mut Tensor<Self>,
@@ -125,6 +143,21 @@ impl Backend for Cuda {
         factors: Option<&Tensor<Self>>,
     ) -> Result<()> {
         self.op(|| ("rope".into(), 0), || rope::rope(self, x, pos, rope, factors))
+    }
+    fn rope_kv_write(
+        &self,
+        q: &mut Tensor<Self>,
+        k: &mut Tensor<Self>,
+        v: &Tensor<Self>,
+        batch: &AttnBatch<Self>,
+        rope: &Rope,
+        factors: Option<&Tensor<Self>>,
+        cache: &mut KvLayer<Self>,
+    ) -> Result<()> {
+        if !self.fusions.rope {
+            return unfused::rope_kv_write(self, q, k, v, batch, rope, factors, cache);
+        }
+        self.op(|| ("rope_kv_write".into(), 0), || rope::rope_kv_write(self, q, k, v, batch, rope, factors, cache))
     }
     fn rms_norm_rope(
         &self,
@@ -182,6 +215,23 @@ impl Backend for Cuda {
         dst: &mut Tensor<Self>,
     ) -> Result<()> {
         self.op(|| attention::label(q), || attention::attention(self, q, cache, batch, shape, dst))
+    }
+    fn attention_matmul(
+        &self,
+        q: &Tensor<Self>,
+        cache: &KvLayer<Self>,
+        batch: &AttnBatch<Self>,
+        shape: &AttnShape,
+        att: &mut Tensor<Self>,
+        w: &Weight<Self>,
+        dst: &mut Tensor<Self>,
+    ) -> Result<()> {
+        if !self.fusions.attn {
+            return unfused::attention_matmul(self, q, cache, batch, shape, att, w, dst);
+        }
+        self.note_matmul(att.rows, matmul::weight_bytes(w));
+        let label = self.profiler.as_ref().map(|_| matmul::label_fused("attention", att, w)).unwrap_or_default();
+        self.op(|| label, || attention::attention_matmul(self, q, cache, batch, shape, att, w, dst))
     }
     fn copy_slots(&self, cache: &mut KvLayer<Self>, src: usize, dst: usize, n: usize) -> Result<()> {
         self.op(|| ("copy_slots".into(), 0), || attention::copy_slots(self, cache, src, dst, n))
