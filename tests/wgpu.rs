@@ -457,9 +457,10 @@ fn coop_dequant_equals_coop() {
         }
         Some(be)
     };
-    let Some(fused) = coop(Options::default()) else { return };
-    let whole = coop(Options { coop_dequant: true, ..Options::default() }).unwrap();
-    let ranges = coop(Options { coop_dequant: true, weight_part_bytes: Some(65536), ..Options::default() }).unwrap();
+    let Some(fused) = coop(Options { coop_dequant: Some(false), ..Options::default() }) else { return };
+    let whole = coop(Options { coop_dequant: Some(true), ..Options::default() }).unwrap();
+    let ranges =
+        coop(Options { coop_dequant: Some(true), weight_part_bytes: Some(65536), ..Options::default() }).unwrap();
     let mut rng = Rng(23);
     let ours = Format::Intn(Intn::new(Scheme::Int4, Group::G128));
     for (format, k) in [

@@ -28,6 +28,10 @@ const SUBMIT_EVERY: usize = 32;
 /// 2048 × 2048. Below it the quantize dispatch cost more than the integer products saved (H100:
 /// SmolLM2's 576-wide layers decoded 343 → 267 tok/s with every GEMV on int8; benches/notes/wgpu.md v15).
 const INT8_MIN_VALUES: usize = 2048 * 2048;
+/// Weight values (k · n) from which matmuls on cooperative matrices decode the weight to f16 once
+/// (matmul_coop16) by default: 2048 × 2048. On an H100 at pp512 SmolLM2's 576-wide layers ran 13%
+/// slower so, llama-1b's 7% and llama-8b's 32% faster (benches/notes/wgpu.md v20).
+const COOP16_MIN_VALUES: usize = 2048 * 2048;
 /// Bind groups kept before the cache is cleared (buffer ids are never reused, so stale entries
 /// only hold memory).
 const MAX_BIND_GROUPS: usize = 4096;
@@ -78,8 +82,11 @@ pub struct Options {
     /// Where matmuls run on cooperative matrices, decode the weight to f16 once per call
     /// (`dequant_f16.wgsl`) and x too (`to_f16.wgsl`), then multiply with `matmul_coop16.wgsl`,
     /// which reads both operands straight from storage, instead of decoding each tile's weight and
-    /// x slabs into workgroup memory per step of k (`ULTRA_WGPU_COOP_DEQUANT=1`).
-    pub coop_dequant: bool,
+    /// x slabs into workgroup memory per step of k. None (the default): for weights of at least
+    /// COOP16_MIN_VALUES values (on an H100 SmolLM2's 576-wide ones ran slower so, llama-1b's and
+    /// llama-8b's faster: benches/notes/wgpu.md v20); Some(true) for every such matmul, Some(false)
+    /// for none (`ULTRA_WGPU_COOP_DEQUANT=1` / `0`).
+    pub coop_dequant: Option<bool>,
     /// Run the quantized GEMV (m < 64) on int8 activations where the format allows it
     /// (`kernels::int8_gemv`): x quantized to 32-value int8 blocks (`q8_blocks.wgsl`: one quantize_q8
     /// dispatch per x, or silu_mul_q8 for the down projection) and integer dot products, as
@@ -112,7 +119,11 @@ impl Options {
             _ => None,
         };
         let disable_stage_x = std::env::var("ULTRA_WGPU_STAGE_X").as_deref() == Ok("0");
-        let coop_dequant = std::env::var("ULTRA_WGPU_COOP_DEQUANT").as_deref() == Ok("1");
+        let coop_dequant = match std::env::var("ULTRA_WGPU_COOP_DEQUANT").as_deref() {
+            Ok("1") => Some(true),
+            Ok("0") => Some(false),
+            _ => None,
+        };
         let silu_fusion = std::env::var("ULTRA_WGPU_SILU_FUSION").as_deref() == Ok("1");
         let submit_every = std::env::var("ULTRA_WGPU_SUBMIT_EVERY").ok().and_then(|v| v.trim().parse().ok());
         Options {
@@ -215,8 +226,9 @@ pub struct Context {
     /// Cooperative matrices for matmul_coop when `Options::coopmat` allows them and the adapter has them:
     /// (matrix side, subgroup size).
     pub(crate) coop: Option<(u32, u32)>,
-    /// Options::coop_dequant.
-    pub(crate) coop_dequant: bool,
+    /// Options::coop_dequant, resolved: the fewest weight values (k · n) a cooperative-matrix
+    /// matmul runs matmul_coop16 for; None: never.
+    pub(crate) coop16_min_values: Option<usize>,
     /// A CPU adapter (SwiftShader, lavapipe; a browser's fallback adapter): the quantized GEMV
     /// runs one-lane teams (matmul.rs).
     pub(crate) cpu_adapter: bool,
@@ -390,7 +402,11 @@ impl Context {
             info,
             f16: features.contains(wgpu::Features::SHADER_F16),
             coop,
-            coop_dequant: options.coop_dequant,
+            coop16_min_values: match options.coop_dequant {
+                Some(true) => Some(0),
+                Some(false) => None,
+                None => Some(COOP16_MIN_VALUES),
+            },
             cpu_adapter,
             batch_invariant: options.batch_invariant,
             vec_unroll: options.vec_unroll,

@@ -6,11 +6,12 @@
 //!   simdgroup matrices), quantized weights: `matmul_coop.wgsl`. Per 64 values of k a
 //!   4s × 4s tile (s = the matrix side, 16 or 8) decodes its weight rows and x rows into f16 slabs,
 //!   and each of 4 subgroups multiplies 2 × 2 matrices of side s from them, summing in f32
-//!   (on the H100 1.2–1.5× the tiled kernel's prefill: benches/notes/wgpu.md, v13). With
-//!   `Options::coop_dequant` the call instead decodes the weight to f16 once (`dequant_f16.wgsl`,
-//!   in row ranges of at most COOP16_W_BYTES) and x once (`to_f16.wgsl`), and `matmul_coop16.wgsl`
-//!   multiplies them straight from storage, 2 × 4 matrices per subgroup, with no slab and no
-//!   barrier per step of k: the same operands and products, so matmul_coop's bits (tests/wgpu.rs).
+//!   (on the H100 1.2–1.5× the tiled kernel's prefill: benches/notes/wgpu.md, v13). For weights
+//!   of 2048 × 2048 values and more (`Options::coop_dequant`) the call instead decodes the
+//!   weight to f16 once (`dequant_f16.wgsl`, in row ranges of at most COOP16_W_BYTES) and x once
+//!   (`to_f16.wgsl`), and `matmul_coop16.wgsl` multiplies them straight from storage, 2 × 4
+//!   matrices per subgroup, two slices of k per step, with no slab and no barrier: the same
+//!   operands and products, so matmul_coop's bits (tests/wgpu.rs).
 //! - m ≥ TILED_MIN_M (prefill, large decode batches, long verifies): `matmul_tiled.wgsl`, a
 //!   shared-memory SGEMM. Each workgroup owns a 64 × BN output tile (BN = 64, or 128 when that
 //!   still gives LARGE_MIN_GROUPS workgroups and fits the adapter's workgroup memory), and per K
@@ -154,7 +155,7 @@ fn matmul_part(
     let params = [&part.info[..], &[m as u32, n as u32, part.row0 as u32, w.rows as u32]].concat();
     let bufs = [&part.buf, xq.unwrap_or(&x.buf), &dst.buf];
     if let Some(v) = coop(be, format, m) {
-        if be.ctx.coop_dequant && coop16_fits(be, m, x.cols) {
+        if be.ctx.coop16_min_values.is_some_and(|min| x.cols * w.rows >= min) && coop16_fits(be, m, x.cols) {
             return coop16(be, x, w, part, dst, v);
         }
         let side = 4 * v.coop as usize;
