@@ -24,9 +24,6 @@ struct Params { info: WeightInfo, m: u32, n: u32, col0: u32, ldd: u32 }
 
 var<workgroup> xs: array<f16, BM * KP>;
 var<workgroup> ws: array<f16, BN * KP>;
-// One C tile per subgroup on its way out: a matrix's lane layout is opaque, so it goes through memory.
-var<workgroup> cs: array<f32, 4u * CM * CM>;
-
 // Weight rows j0 .. j0+BN-1, values KS·s .. KS·s + KS-1 into ws: one unit = 8 values of one row (rows past n repeat
 // row n - 1, never stored; values past k are zeros: the second block of the last step when k is an odd number of blocks).
 fn load_w(j0: u32, s: u32, lane: u32) {
@@ -57,21 +54,6 @@ fn load_x(i0: u32, s: u32, lane: u32) {
         let o = r * KP + 4u * cc;
         xs[o] = f16(v.x); xs[o + 1u] = f16(v.y); xs[o + 2u] = f16(v.z); xs[o + 3u] = f16(v.w);
     }
-}
-
-// C tile `c` of subgroup sg, rows i .. i+CM-1 and columns j .. j+CM-1 of the output, where they exist.
-fn store(c: MatC, sg: u32, sl: u32, i: u32, j: u32) {
-    let base = sg * CM * CM;
-    coopStoreT(c, &cs[base], CM);
-    workgroupBarrier();
-    for (var e = sl; e < CM * CM; e += SG) {
-        let r = i + e / CM;
-        let col = j + e % CM;
-        if (r < params.m && col < params.n) {
-            dst[r * params.ldd + params.col0 + col] = cs[base + e];
-        }
-    }
-    workgroupBarrier(); // cs is rewritten by the next tile
 }
 
 @compute @workgroup_size(THREADS)

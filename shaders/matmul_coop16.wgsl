@@ -23,24 +23,6 @@ struct Params { k: u32, m: u32, n: u32, col0: u32, ldd: u32 }
 @group(0) @binding(2) var<storage, read> wh: array<f16>;
 @group(0) @binding(3) var<storage, read_write> dst: array<f32>;
 
-// One C tile per subgroup on its way out: a matrix's lane layout is opaque, so it goes through memory.
-var<workgroup> cs: array<f32, 4u * CM * CM>;
-
-// C tile `c` of subgroup sg, rows i .. i+CM-1 and columns j .. j+CM-1 of the output, where they exist.
-fn store(c: MatC, sg: u32, sl: u32, i: u32, j: u32) {
-    let base = sg * CM * CM;
-    coopStoreT(c, &cs[base], CM);
-    workgroupBarrier();
-    for (var e = sl; e < CM * CM; e += SG) {
-        let r = i + e / CM;
-        let col = j + e % CM;
-        if (r < params.m && col < params.n) {
-            dst[r * params.ldd + params.col0 + col] = cs[base + e];
-        }
-    }
-    workgroupBarrier(); // cs is rewritten by the next tile
-}
-
 @compute @workgroup_size(THREADS)
 fn matmul_coop16(@builtin(workgroup_id) wg: vec3<u32>, @builtin(local_invocation_index) lane: u32) {
     let sg = lane / SG;

@@ -4,7 +4,7 @@
 //! helpers, `kquant.wgsl`; for the group-wise formats after `intn.wgsl`, one decoder per scheme
 //! with the group size a constant) to their body; matmul joins the reduction it was built with,
 //! matmul_tiled the K step of its arithmetic (`tile32_f32.wgsl` or `tile32_f16.wgsl`), matmul_coop
-//! and matmul_coop16 their matrix side, subgroup size and matrix type aliases; the two RMSNorm kernels their output
+//! and matmul_coop16 their matrix side, subgroup size, matrix type aliases and epilogue (`coop_store`); the two RMSNorm kernels their output
 //! loop (`norm_apply`, or with `q8` `norm_apply_q8`, which also writes dst's int8 blocks), and
 //! attention_combine its output (`combine_out`, or `combine_out_q8`); the kernels that write int8 x
 //! their block writer (`q8_blocks`); the
@@ -193,6 +193,7 @@ impl Variant {
             src += &format!("const CM: u32 = {cm}u;\nconst SG: u32 = {sg}u;\n");
             src += &format!("alias MatA = coop_mat{cm}x{cm}<f16, A>;\nalias MatB = coop_mat{cm}x{cm}<f16, B>;\n");
             src += &format!("alias MatC = coop_mat{cm}x{cm}<f32, C>;\n");
+            src += shader!("coop_store");
         }
         if matches!(self.kernel, Kernel::Matmul | Kernel::MatmulVec | Kernel::MatmulVecParts | Kernel::MatmulVecSilu) {
             let wg = if self.kernel == Kernel::Matmul { 256 } else { vec_wg(self.tpr) };
