@@ -14,7 +14,7 @@ struct Params {
 
 @group(0) @binding(0) var<uniform> params: Params;
 @group(0) @binding(1) var<storage, read> q: array<vec4<f32>>;
-// Bindings 2 and 3, k_cache and v_cache, and their kv_load come from kv_f32.wgsl or kv_f16.wgsl.
+// Bindings 2 and 3, k_cache and v_cache, and their kv_load come from kv_f32.wgsl, kv_f16.wgsl or kv_q8.wgsl.
 @group(0) @binding(4) var<storage, read> seq: array<u32>;
 @group(0) @binding(5) var<storage, read> pos: array<u32>;
 @group(0) @binding(6) var<storage, read> table: array<u32>;
@@ -35,12 +35,10 @@ var<private> lc: array<f32, ITEMS>;
 // K (or V) rows [st, st + n) of the chunk into kv: consecutive threads load consecutive vec4s of a row.
 fn stage(from_v: bool, st: u32, n: u32, kv_col: u32, lane: u32) {
     let hd4 = params.head_dim / 4u;
-    let stride4 = params.n_kv_heads * hd4;
     for (var i = lane; i < n * hd4; i += WG) {
         let jj = i / hd4;
         let c = i % hd4;
-        let at = slots[st + jj] * stride4 + kv_col + c;
-        kv[jj * (hd4 + 1u) + c] = kv_load(from_v, at);
+        kv[jj * (hd4 + 1u) + c] = kv_load(from_v, slots[st + jj], kv_col + c);
     }
 }
 

@@ -6,7 +6,9 @@
 @group(0) @binding(2) var<storage, read> k_cache: array<vec2<u32>>;
 @group(0) @binding(3) var<storage, read> v_cache: array<vec2<u32>>;
 
-fn kv_load(from_v: bool, at: u32) -> vec4<f32> {
+// Values 4·col4 .. 4·col4 + 3 of the slot's row.
+fn kv_load(from_v: bool, slot: u32, col4: u32) -> vec4<f32> {
+    let at = slot * (params.n_kv_heads * params.head_dim / 4u) + col4;
     var w: vec2<u32>;
     if (from_v) {
         w = v_cache[at];

@@ -132,6 +132,37 @@ fn gpu_backends_either_work_or_fail_clearly() {
     }
 }
 
+/// `--kv-type q8_0` runs on wgpu (or fails clearly where there is no adapter) and the cpu, which
+/// has no q8_0 cache, refuses it with an error naming it.
+#[test]
+fn a_q8_0_cache_runs_on_wgpu_and_the_cpu_refuses_it_clearly() {
+    let model = tiny_model("q8-cache-tiny.gguf");
+    let run = |backend: &str| {
+        let model = model.to_str().unwrap();
+        ultra(&[
+            "generate",
+            "--model",
+            model,
+            "--backend",
+            backend,
+            "--kv-type",
+            "q8_0",
+            "--prompt",
+            "Hi",
+            "--max-tokens",
+            "2",
+            "--json",
+        ])
+    };
+    clear_failure(&run("cpu"), "q8_0");
+    let out = run("wgpu");
+    if out.status.success() {
+        one_json(&out);
+    } else {
+        clear_failure(&out, "wgpu");
+    }
+}
+
 #[test]
 fn an_unknown_backend_is_a_usage_error() {
     let out = ultra(&["generate", "--backend", "tpu", "--prompt", "Hi"]);

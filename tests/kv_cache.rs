@@ -114,10 +114,10 @@ fn a_cached_page_survives_its_sequence_and_is_evicted_last_recently_used_first()
     cache.check().unwrap();
 }
 
-/// The cache's element type is checked where the cache is made: the cpu backend has no f16 tensors
-/// (the GPU backends' `--kv-type f16` do) and says so; u32 values are no cache at all.
+/// The cache's element type is checked where the cache is made: the cpu backend has no f16 or q8_0
+/// tensors (the GPU backends' `--kv-type f16`, wgpu's `q8_0`) and says so; u32 values are no cache at all.
 #[test]
-fn a_cache_of_f16_on_the_cpu_or_of_u32_is_refused_with_a_clear_error() {
+fn a_cache_of_f16_or_q8_0_on_the_cpu_or_of_u32_is_refused_with_a_clear_error() {
     use ultra::backend::DType;
     let cpu = Cpu::new();
     let layout = CacheLayout::plain(2, 16);
@@ -126,6 +126,11 @@ fn a_cache_of_f16_on_the_cpu_or_of_u32_is_refused_with_a_clear_error() {
         matches!(made(DType::F16), Some(ultra::Error::Unsupported { backend: "cpu", .. })),
         "{:?}",
         made(DType::F16)
+    );
+    assert!(
+        matches!(made(DType::Q8_0), Some(ultra::Error::Unsupported { backend: "cpu", .. })),
+        "{:?}",
+        made(DType::Q8_0)
     );
     assert!(matches!(made(DType::U32), Some(ultra::Error::InvalidArgument(_))), "{:?}", made(DType::U32));
     assert!(made(DType::F32).is_none());

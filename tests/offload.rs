@@ -63,7 +63,7 @@ fn streamed_matches_resident<B: Backend>(model: &Path, make: impl Fn() -> B) {
     let n = ultra::model::Config::from_gguf(&gguf).unwrap().n_layers;
     let (want, streamed, counts) = run(make(), &gguf, &Placement::all());
     assert_eq!((streamed, counts), (0, (n, 0)));
-    let foot = Footprint::of(&gguf, &ultra::model::Config::from_gguf(&gguf).unwrap(), CONTEXT);
+    let foot = Footprint::of(&gguf, &ultra::model::Config::from_gguf(&gguf).unwrap(), CacheLayout::plain(1, CONTEXT));
     // A budget for the fixed part, the cache, one resident layer and a ring of two (with two
     // layouts, rings of one: two rings of two would hold every layer).
     let budget = if foot.layouts == 1 { foot.need(1, 2) } else { foot.need(0, 1) };
@@ -136,8 +136,31 @@ fn streamed_mix_matches_resident<B: Backend>(make: impl Fn() -> B) {
     let model = mixed_model_path();
     let gguf = Gguf::open(&model).unwrap();
     let cfg = ultra::model::Config::from_gguf(&gguf).unwrap();
-    assert_eq!(Footprint::of(&gguf, &cfg, CONTEXT).layouts, 2, "Q4_K_M of 4 layers: two layer layouts");
+    assert_eq!(
+        Footprint::of(&gguf, &cfg, CacheLayout::plain(1, CONTEXT)).layouts,
+        2,
+        "Q4_K_M of 4 layers: two layer layouts"
+    );
     streamed_matches_resident(&model, make);
+}
+
+/// The footprint counts the KV cache at its element's size: f16 half of f32, q8_0 its rows' words
+/// (17 / 64 of f32 where kv_dim is a multiple of 64: 1.0625 bytes a value), and twice the slots twice.
+#[test]
+fn footprint_counts_the_cache_at_its_element_size() {
+    use ultra::backend::DType;
+    let gguf = Gguf::open(&model_path()).unwrap();
+    let cfg = ultra::model::Config::from_gguf(&gguf).unwrap();
+    let kv = |dtype, slots| Footprint::of(&gguf, &cfg, CacheLayout::plain(1, slots).with_kv_dtype(dtype)).kv_cache;
+    let f32_bytes = (cfg.n_layers * 2 * CONTEXT * cfg.kv_dim() * 4) as u64;
+    assert_eq!(kv(DType::F32, CONTEXT), f32_bytes);
+    assert_eq!(kv(DType::F16, CONTEXT), f32_bytes / 2);
+    let q8_row = (cfg.kv_dim() / 4 + cfg.kv_dim().div_ceil(64)) * 4;
+    assert_eq!(kv(DType::Q8_0, CONTEXT), (cfg.n_layers * 2 * CONTEXT * q8_row) as u64);
+    if cfg.kv_dim().is_multiple_of(64) {
+        assert_eq!(kv(DType::Q8_0, CONTEXT) * 64, f32_bytes * 17);
+    }
+    assert_eq!(kv(DType::F16, 2 * CONTEXT), f32_bytes);
 }
 
 #[test]

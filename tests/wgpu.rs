@@ -1,7 +1,8 @@
 //! wgpu-specific checks that the shared op table does not cover: fused dequantize + matmul and
 //! embed for every weight format against `dequantize_row` (GEMV paths with shared-memory and
 //! subgroup reductions for m = 1, 3; matmul_tiled for m = 70), weights uploaded in parts, the
-//! transfers of one decode step, and the f16 KV cache (rounding bits, a whole model over it). Skips loudly without an adapter unless `ULTRA_REQUIRE_WGPU=1`.
+//! transfers of one decode step, and the f16 and q8_0 KV caches (their bits against the host's, a
+//! whole model over them). Skips loudly without an adapter unless `ULTRA_REQUIRE_WGPU=1`.
 #![cfg(feature = "wgpu")]
 
 #[path = "common/tiny.rs"]
@@ -375,16 +376,85 @@ fn f16_cache_rounds_every_value_as_the_host_does() {
     assert!(rows_ok, "v rows differ from the host's rounding");
 }
 
+/// `kv_write_q8` quantizes as the host's `kv_q8::encode` (the reference `write_f32` uses): every value
+/// read back equals the host's, or (where the device's division rounds differently at a rounding edge)
+/// sits one step of its block's scale away, for at most one value in a thousand. Blocks of random
+/// values at scales from 1e-3 to 1e4, an all-zero block, one holding ±max exactly, a NaN and an
+/// infinity (their blocks read back NaN), over an odd number of blocks per row (a lone last scale).
+#[test]
+fn q8_cache_quantizes_as_the_host_does() {
+    use ultra::backend::kv_q8;
+    let Some(be) = backend(Options::default()) else { return };
+    let (kv_dim, n) = (96, 40);
+    let mut rng = Rng(0x9e8);
+    let mut values: Vec<f32> = Vec::new();
+    for b in 0..n * kv_dim / 32 {
+        let scale = 10f32.powi(b as i32 % 8 - 3);
+        values.extend((0..32).map(|_| scale * rng.uniform()));
+    }
+    values[..32].fill(0.0);
+    values[32..64].iter_mut().enumerate().for_each(|(i, v)| *v = if i % 2 == 0 { 127.0 } else { -127.0 });
+    values[100] = f32::NAN;
+    values[300] = f32::NEG_INFINITY;
+    let upload = |dtype, data: &[f32]| {
+        let mut t = be.alloc(dtype, n, kv_dim).unwrap();
+        be.write_f32(&mut t, data).unwrap();
+        t
+    };
+    let reversed: Vec<f32> = values.iter().rev().copied().collect();
+    let (k, v) = (upload(DType::F32, &values), upload(DType::F32, &reversed));
+    let mut slot = be.alloc(DType::U32, n, 1).unwrap();
+    be.write_u32(&mut slot, &(0..n as u32).rev().collect::<Vec<_>>()).unwrap();
+    let zeros = vec![0.0; n * kv_dim];
+    let mut cache = ultra::backend::KvLayer { k: upload(DType::Q8_0, &zeros), v: upload(DType::Q8_0, &zeros) };
+    be.kv_write(&k, &v, &slot, &mut cache).unwrap();
+    for (side, src) in [(&cache.k, &values), (&cache.v, &reversed)] {
+        // Slot s holds token n - 1 - s.
+        let mut src_rows: Vec<f32> = Vec::new();
+        for s in 0..n {
+            src_rows.extend_from_slice(&src[(n - 1 - s) * kv_dim..][..kv_dim]);
+        }
+        let mut want = vec![0.0; src_rows.len()];
+        kv_q8::decode(&kv_q8::encode(&src_rows, kv_dim), kv_dim, &mut want);
+        let mut got = vec![0.0; src_rows.len()];
+        be.read_f32(side, &mut got).unwrap();
+        let (mut off_by_one, mut bad) = (0, Vec::new());
+        for (i, ((&g, &w), block)) in got.iter().zip(&want).zip(src_rows.chunks(32).flat_map(|b| [b; 32])).enumerate() {
+            let step = f16::from_f32(block.iter().fold(0f32, |m, x| m.max(x.abs())) / 127.0).to_f32();
+            if g.to_bits() == w.to_bits() || (g.is_nan() && w.is_nan()) {
+                continue;
+            }
+            if (g - w).abs() == step {
+                off_by_one += 1;
+            } else {
+                bad.push(format!("[{i}] {}: device {g:e}, host {w:e}", src_rows[i]));
+            }
+        }
+        assert!(
+            bad.is_empty(),
+            "{} values differ by more than a step, e.g.\n{}",
+            bad.len(),
+            bad[..bad.len().min(8)].join("\n")
+        );
+        eprintln!("{off_by_one} of {} values one step from the host's", got.len());
+        assert!(off_by_one * 1000 <= got.len(), "{off_by_one} of {} values one step from the host's", got.len());
+        assert!(
+            got.iter().filter(|g| g.is_nan()).count() == 64,
+            "the NaN and the infinity poison their blocks, no more"
+        );
+    }
+}
+
 /// A whole model over an f16 cache: the tiny model's logits over a 40-token prompt (two attention
 /// chunks) and 12 decode steps stay within f16's rounding of the f32 cache's (K/V round by
-/// ≤ 2^-11 each; NMSE 2.6e-9 on lavapipe, bound 1e-7), and the greedy ids agree.
+/// ≤ 2^-11 each; NMSE 2.6e-9 on lavapipe, bound 1e-7), and the greedy ids agree. A q8_0 cache the same
+/// way, within its quantization (half a step of max |x| / 127 per value; NMSE 1.7e-6 on lavapipe, bound 1e-5).
 #[test]
-fn a_model_over_an_f16_cache_follows_the_f32_one() {
+fn a_model_over_an_f16_or_q8_cache_follows_the_f32_one() {
     let Some(be) = backend(Options::default()) else { return };
     let be = std::sync::Arc::new(be);
-    let gguf = tiny_gguf(&TinySpec::default());
-    let run = |kv| {
-        let model = std::sync::Arc::new(ultra::model::Llama::load(&*be, &gguf).unwrap());
+    let run = |gguf: &ultra::gguf::Gguf, kv| {
+        let model = std::sync::Arc::new(ultra::model::Llama::load(&*be, gguf).unwrap());
         let layout = CacheLayout::paged(4, 32).with_kv_dtype(kv);
         let mut runner = Runner::new(be.clone(), model, layout, 64).unwrap();
         let seq = runner.cache.add_seq();
@@ -402,12 +472,21 @@ fn a_model_over_an_f16_cache_follows_the_f32_one() {
         }
         (logits, ids)
     };
-    let (want, want_ids) = run(DType::F32);
-    let (got, got_ids) = run(DType::F16);
-    let err: f64 = got.iter().zip(&want).map(|(&a, &b)| (a as f64 - b as f64).powi(2)).sum::<f64>();
-    let norm: f64 = want.iter().map(|&b| (b as f64).powi(2)).sum();
-    assert!(err / norm < 1e-7 && err > 0.0, "NMSE {:e} (0 would mean the cache was not f16)", err / norm);
-    assert_eq!(got_ids, want_ids);
+    // q8_0 blocks are 32 values: its model has four KV heads of 8 (kv_dim 32), the default two.
+    let q8_spec = TinySpec { n_kv_heads: 4, ..TinySpec::default() };
+    for (spec, kv, bound) in [(TinySpec::default(), DType::F16, 1e-7), (q8_spec, DType::Q8_0, 1e-5)] {
+        let gguf = tiny_gguf(&spec);
+        let ((want, want_ids), (got, got_ids)) = (run(&gguf, DType::F32), run(&gguf, kv));
+        let err: f64 = got.iter().zip(&want).map(|(&a, &b)| (a as f64 - b as f64).powi(2)).sum::<f64>();
+        let norm: f64 = want.iter().map(|&b| (b as f64).powi(2)).sum();
+        eprintln!("{kv:?} cache: NMSE {:e}", err / norm);
+        assert!(
+            err / norm < bound && err > 0.0,
+            "{kv:?}: NMSE {:e} (0 would mean the cache was not {kv:?})",
+            err / norm
+        );
+        assert_eq!(got_ids, want_ids, "{kv:?}");
+    }
 }
 
 fn argmax(row: &[f32]) -> u32 {

@@ -37,6 +37,12 @@ pub fn dtype<B: Backend>(op: &'static str, name: &str, t: &Tensor<B>, dtype: DTy
 }
 
 /// How a backend without f16 kernels refuses an f16 tensor (only a KV cache asks for one).
+/// A backend without kernels for the q8_0 KV cache.
+pub fn no_q8_cache(backend: &'static str) -> Error {
+    let detail = "q8_0 tensors (the q8_0 KV cache is wgpu's; use `--kv-type f16` or `f32`)".to_string();
+    Error::Unsupported { op: "alloc", backend, detail }
+}
+
 pub fn no_f16(backend: &'static str) -> Error {
     let detail = "f16 tensors (the f16 KV cache is the GPU backends'; use `--kv-type f32`)".to_string();
     Error::Unsupported { op: "alloc", backend, detail }
@@ -201,7 +207,7 @@ pub fn gather_rows<B: Backend>(x: &Tensor<B>, rows: &Tensor<B>, dst: &Tensor<B>)
 
 /// The cache's k and v are `[n_slots, kv_dim]` f32 alike.
 fn cache<B: Backend>(op: &'static str, cache: &KvLayer<B>, kv_dim: usize) -> Result<()> {
-    // f32 or f16 (only a backend with f16 tensors can have allocated one), K and V alike.
+    // f32, f16 or q8_0 (only a backend with kernels for it can have allocated one), K and V alike.
     if cache.k.dtype == DType::U32 {
         dtype(op, "cache.k", &cache.k, DType::F32)?;
     }

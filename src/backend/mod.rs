@@ -15,6 +15,7 @@ pub mod cpu;
 #[cfg(feature = "cuda")]
 pub mod cuda;
 pub mod host_mirror;
+pub mod kv_q8;
 pub mod profile;
 pub mod unfused;
 #[cfg(feature = "wgpu")]
@@ -26,21 +27,26 @@ use crate::error::Result;
 use crate::quant::Format;
 
 /// Element type of a tensor.
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
 pub enum DType {
     F32,
     U32,
-    /// IEEE half, for a KV cache only (`CacheLayout::kv_dtype`; CUDA alone has kernels for it):
+    /// IEEE half, for a KV cache only (`CacheLayout::kv_dtype`; cuda and wgpu have kernels for it):
     /// `write_f32` rounds to nearest even, `read_f32` widens exactly.
     F16,
+    /// q8_0 blocks of 32 values (an f16 scale and 32 int8), for a KV cache only (wgpu alone has
+    /// kernels for it): rows are laid out as `kv_q8` says, `write_f32` quantizes whole rows and
+    /// `read_f32` widens exactly.
+    Q8_0,
 }
 
 impl DType {
-    /// Bytes per element.
-    pub fn size(self) -> usize {
+    /// Bytes of a row of `cols` elements (`None` on overflow); a Q8_0 row is whole u32 words.
+    pub fn row_bytes(self, cols: usize) -> Option<usize> {
         match self {
-            DType::F32 | DType::U32 => 4,
-            DType::F16 => 2,
+            DType::F32 | DType::U32 => cols.checked_mul(4),
+            DType::F16 => cols.checked_mul(2),
+            DType::Q8_0 => Some(kv_q8::row_words(cols) * 4),
         }
     }
 }

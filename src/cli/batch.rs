@@ -42,7 +42,7 @@ pub fn run_on<B: Backend>(backend: B, gguf: &Gguf, args: &GenerateArgs) -> Resul
     let prompts = read_prompts(args)?;
     let max_seqs = args.max_batch.max(1);
     let layout = args.cache.layout(max_seqs, context);
-    let placement = args.offload.placement(gguf, layout.n_slots())?;
+    let placement = args.offload.placement(gguf, layout)?;
     let mut runner = Runner::load_placed(backend, gguf, layout, context, &placement)?;
     let eog = tokenizer.eog_ids().to_vec();
     let opts = SchedulerOptions { max_seqs, max_batch_tokens: args.batch.max(1), speculate: 0 };

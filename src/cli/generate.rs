@@ -74,7 +74,7 @@ fn run_on<B: Backend>(backend: B, gguf: &Gguf, args: &GenerateArgs) -> Result<()
     let config = Config::from_gguf(gguf)?;
     let context = context_size(args.ctx, config.context_length);
     let layout = args.cache.layout(1, context);
-    let placement = args.offload.placement(gguf, layout.n_slots())?;
+    let placement = args.offload.placement(gguf, layout)?;
     let mut runner = Runner::load_placed(backend, gguf, layout, context, &placement)?;
     let prompt = encode_prompt(&tokenizer, args.prompt.as_deref().unwrap_or_default(), args.chat)?;
     let mut sampler = Sampler::new(sampler_config(args))?;

@@ -170,10 +170,10 @@ pub struct OffloadArgs {
 }
 
 impl OffloadArgs {
-    /// The placement for a cache of `kv_slots` slots per layer.
-    pub fn placement(&self, gguf: &Gguf, kv_slots: usize) -> Result<ultra::model::Placement> {
+    /// The placement beside a KV cache of this layout.
+    pub fn placement(&self, gguf: &Gguf, cache: CacheLayout) -> Result<ultra::model::Placement> {
         let cfg = ultra::model::Config::from_gguf(gguf)?;
-        let foot = ultra::model::Footprint::of(gguf, &cfg, kv_slots);
+        let foot = ultra::model::Footprint::of(gguf, &cfg, cache);
         Ok(foot.place(self.gpu_layers, self.gpu_memory, self.prefetch)?)
     }
 }
@@ -206,6 +206,10 @@ pub enum KvType {
     F32,
     /// f16 values, half the bytes for attention to read (cuda and wgpu; the cpu refuses it).
     F16,
+    /// q8_0 blocks (32 int8 values and an f16 scale), 0.53× f16's bytes (wgpu; cuda and the cpu
+    /// refuse it).
+    #[value(name = "q8_0")]
+    Q8_0,
 }
 
 impl KvType {
@@ -213,6 +217,7 @@ impl KvType {
         match self {
             KvType::F32 => ultra::backend::DType::F32,
             KvType::F16 => ultra::backend::DType::F16,
+            KvType::Q8_0 => ultra::backend::DType::Q8_0,
         }
     }
 }
@@ -288,6 +293,10 @@ pub struct PerplexityArgs {
     pub batch: Option<usize>,
     #[arg(long, value_enum, default_value_t = BackendName::Cpu)]
     pub backend: BackendName,
+    /// What the KV cache stores: its effect on perplexity is the cache type's quality (as
+    /// llama-perplexity's `-ctk`/`-ctv`).
+    #[arg(long, value_enum, default_value_t = KvType::F32)]
+    pub kv_type: KvType,
     #[arg(long)]
     pub json: bool,
     #[command(flatten)]

@@ -28,8 +28,8 @@ fn run_on<B: Backend>(backend: B, gguf: &Gguf, args: &PerplexityArgs) -> Result<
             chunk[0] = bos;
         }
     }
-    let layout = CacheLayout::plain(1, args.ctx);
-    let placement = args.offload.placement(gguf, layout.n_slots())?;
+    let layout = CacheLayout::plain(1, args.ctx).with_kv_dtype(args.kv_type.dtype());
+    let placement = args.offload.placement(gguf, layout)?;
     let mut runner = Runner::load_placed(backend, gguf, layout, args.ctx, &placement)?;
     let batch = args.batch.unwrap_or(args.ctx);
     if !args.json {

@@ -99,7 +99,7 @@ pub fn run(args: ServeArgs) -> Result<()> {
     };
     let (ready_tx, ready_rx) = std::sync::mpsc::channel::<Result<()>>();
     let backend = args.backend;
-    let placement = args.offload.placement(&gguf, layout.n_slots())?;
+    let placement = args.offload.placement(&gguf, layout)?;
     let jobs_rx = wiring.jobs_rx;
     std::thread::Builder::new().name("ultra-engine".into()).spawn(move || {
         let load = || -> Result<()> {

@@ -46,7 +46,7 @@ impl CacheLayout {
         CacheLayout { block_size: page_size, n_blocks: n_pages, prefix_caching: true, kv_dtype: DType::F32 }
     }
 
-    /// The same layout with slots stored as `kv_dtype` (`F32` or `F16`).
+    /// The same layout with slots stored as `kv_dtype` (`F32`, `F16` or `Q8_0`).
     pub fn with_kv_dtype(self, kv_dtype: DType) -> CacheLayout {
         CacheLayout { kv_dtype, ..self }
     }
@@ -87,7 +87,7 @@ impl<B: Backend> KvCache<B> {
             return Err(Error::InvalidArgument(format!("KV cache layout {layout:?} is empty or too large")));
         }
         if layout.kv_dtype == DType::U32 {
-            return Err(Error::InvalidArgument("KV cache values must be F32 or F16, not U32".into()));
+            return Err(Error::InvalidArgument("KV cache values must be F32, F16 or Q8_0, not U32".into()));
         }
         let n_slots = layout.n_slots();
         let layers = (0..n_layers)

@@ -3,6 +3,7 @@
 
 use crate::error::{Error, Result};
 use crate::gguf::Gguf;
+use crate::kv_cache::CacheLayout;
 use crate::model::Config;
 
 /// Resident layers (`None`: all) and the prefetch depth of the streamed ones.
@@ -41,8 +42,9 @@ pub struct Footprint {
 }
 
 impl Footprint {
-    /// From the file's tensor sizes; `kv_slots` KV slots per layer (f32 keys and values).
-    pub fn of(gguf: &Gguf, cfg: &Config, kv_slots: usize) -> Footprint {
+    /// From the file's tensor sizes and the KV cache's layout (its slots per layer, each a key and a
+    /// value row of its element type).
+    pub fn of(gguf: &Gguf, cfg: &Config, layout: CacheLayout) -> Footprint {
         let mut fixed = 0u64;
         let mut layers = vec![0u64; cfg.n_layers];
         let mut types: Vec<Vec<(String, u32)>> = vec![Vec::new(); cfg.n_layers];
@@ -61,7 +63,8 @@ impl Footprint {
         types.iter_mut().for_each(|t| t.sort());
         types.sort();
         types.dedup();
-        let kv_cache = (cfg.n_layers * 2 * kv_slots * cfg.kv_dim() * 4) as u64;
+        let slot_bytes = layout.kv_dtype.row_bytes(cfg.kv_dim()).unwrap_or(usize::MAX) as u64;
+        let kv_cache = ((cfg.n_layers * 2) as u64).saturating_mul(layout.n_slots() as u64).saturating_mul(slot_bytes);
         let layer = layers.into_iter().max().unwrap_or(0);
         Footprint { fixed, layer, kv_cache, n_layers: cfg.n_layers, layouts: types.len().max(1) }
     }

@@ -323,15 +323,20 @@ fn k_for(format: Format, k: usize) -> usize {
     k.next_multiple_of(format.block_len())
 }
 
-/// `,kv=f16` in a case name for an f16 cache (nothing for f32).
+/// `,kv=f16` or `,kv=q8_0` in a case name for an f16 or q8_0 cache (nothing for f32).
 fn kv_suffix(kv: DType) -> &'static str {
-    if kv == DType::F16 { ",kv=f16" } else { "" }
+    match kv {
+        DType::F16 => ",kv=f16",
+        DType::Q8_0 => ",kv=q8_0",
+        DType::F32 | DType::U32 => "",
+    }
 }
 
 /// Cases that must fail with `Error::Unsupported` instead of running, by backend: a format that
 /// lands on one backend first lists its cases here, so the table checks the others refuse it
-/// cleanly. Today the f16 KV cache (the GPU backends', not the cpu's) and, on wgpu, attention of a
-/// head_dim that is not a multiple of 4 (its kernels read K/V rows as vec4s).
+/// cleanly. Today the f16 KV cache (the GPU backends', not the cpu's), the q8_0 KV cache (wgpu's
+/// alone) and, on wgpu, attention of a head_dim that is not a multiple of 4 (its kernels read K/V
+/// rows as vec4s).
 pub fn unsupported_on(backend: &str, op: &Op) -> bool {
     let kv = match op {
         Op::KvWrite { kv, .. } | Op::CopySlots { kv, .. } => *kv,
@@ -339,7 +344,9 @@ pub fn unsupported_on(backend: &str, op: &Op) -> bool {
         _ => DType::F32,
     };
     let odd_head = matches!(op, Op::Attention(a) if !a.head_dim.is_multiple_of(4));
-    (kv == DType::F16 && backend == "cpu") || (odd_head && backend == "wgpu")
+    (kv == DType::F16 && backend == "cpu")
+        || (kv == DType::Q8_0 && backend != "wgpu")
+        || (odd_head && backend == "wgpu")
 }
 
 pub fn all() -> Vec<Case> {
@@ -470,9 +477,20 @@ pub fn all() -> Vec<Case> {
         }
     }
     // f16 caches: the oracle's values are rounded to f16 (run.rs) as the host write and the kernel round them.
-    for kv in [DType::F32, DType::F16] {
+    // A q8_0 cache's kv_write against the unquantized values (run.rs): the error of the q8_0 cache against
+    // the f32 one. Each value is off by ≤ half a step (max |x| / 254 of its block, ~0.0038 for U(-1, 1)),
+    // uniformly: NMSE = step² / 12 / E[x²] ≈ 1.46e-5 over thousands of values; 2e-5 allows 1.37×, and fails
+    // a kernel that truncates instead of rounding (step² / 3 on the written slots). Its copies move the
+    // stored words.
+    const Q8_WHY: &str = "q8_0 (≤ half a step of max|x|/127 per value) against f32: NMSE ≈ 1.46e-5 for U(-1, 1)";
+    for kv in [DType::F32, DType::F16, DType::Q8_0] {
         for (n_tokens, n_slots, kv_dim) in [(1, 1, 64), (7, 48, 192), (33, 100, 96)] {
-            cases.push(case(Op::KvWrite { n_tokens, n_slots, kv_dim, kv }, Tolerance::Exact, "a copy (f16: rounded)"));
+            let op = Op::KvWrite { n_tokens, n_slots, kv_dim, kv };
+            cases.push(if kv == DType::Q8_0 {
+                case(op, Tolerance::Nmse(2e-5), Q8_WHY)
+            } else {
+                case(op, Tolerance::Exact, "a copy (f16: rounded)")
+            });
         }
         for (n_slots, kv_dim, src, dst, n) in [(4, 64, 0, 3, 1), (64, 192, 16, 40, 16), (50, 96, 3, 10, 20)] {
             let op = Op::CopySlots { n_slots, kv_dim, src, dst, n, kv };
@@ -502,6 +520,17 @@ pub fn all() -> Vec<Case> {
             a.kv = DType::F16;
         }
         Case { tolerance: Tolerance::Nmse(5e-7), why: why_f16, ..c }
+    };
+    // A q8_0 cache against the oracle on the unquantized rows: the error of the q8_0 cache against the f32
+    // one. Each value is off by ≤ half a step (max |x| / 254 of its block); an output is a p-weighted mean
+    // of V rows with independent errors, so V alone gives its NMSE (~1.4e-5 for U(-1, 1)), and K through
+    // the scores about as much again: 2.0e-5 .. 3.9e-5 measured on lavapipe; 1e-4 allows 2.5×.
+    let why_q8 = "q8_0 K/V (≤ half a step of max|x|/127 each) against the f32 oracle: NMSE 2e-5 .. 4e-5";
+    let q8 = |mut c: Case| {
+        if let Op::Attention(a) = &mut c.op {
+            a.kv = DType::Q8_0;
+        }
+        Case { tolerance: Tolerance::Nmse(1e-4), why: why_q8, ..c }
     };
     let windowed = |mut c: Case, window: usize| {
         if let Op::Attention(a) = &mut c.op {
@@ -571,5 +600,15 @@ pub fn all() -> Vec<Case> {
     cases.push(f16(attn(&[1000], &[70], (8, 2), 128, 16))); // a chunk mid-sequence (attention_prefill_128_f16)
     cases.push(f16(windowed(attn(&[600, 20], &[70, 20], (4, 1), 256, 16), 512))); // gemma3 (prefill_256_f16)
     cases.push(f16(windowed(attn(&[1, 39, 40, 41, 100, 300, 1000], &[1; 7], (9, 3), 64, 16), 40))); // decode, window
+    // q8_0 caches (wgpu's split-K and tiled kernels): decode batches at head_dim 64 to 256, speculative verify at
+    // head_dim 32 (one block per row), prefill, a mixed batch, a chunk mid-sequence, gemma3's window.
+    cases.push(q8(attn(&lens(64), &[1; 64], (32, 8), 128, 16)));
+    cases.push(q8(attn(&lens(40), &[1; 40], (8, 1), 256, 16)));
+    cases.push(q8(windowed(attn(&[1, 39, 40, 41, 100, 300, 1000], &[1; 7], (9, 3), 64, 16), 40)));
+    cases.push(q8(attn(&[20, 45, 5], &[5, 4, 3], (4, 1), 32, 16)));
+    cases.push(q8(attn(&[133], &[133], (9, 3), 64, 16)));
+    cases.push(q8(attn(&[100, 1, 65, 33, 500], &[40, 1, 1, 33, 1], (9, 3), 64, 16)));
+    cases.push(q8(attn(&[1000], &[70], (8, 2), 128, 16)));
+    cases.push(q8(windowed(attn(&[600, 20], &[70, 20], (4, 1), 256, 16), 512)));
     cases
 }

@@ -158,9 +158,9 @@ pub fn attention_matmul<B: Backend>(b: &B) {
         (&[50], 9, 4, 1, 64),
     ];
     for (seq_lens, new, n_heads, n_kv_heads, head_dim) in shapes {
-        for kv in [DType::F32, DType::F16] {
-            if kv == DType::F16 && b.alloc(kv, 1, 2).is_err() {
-                continue; // a backend without f16 tensors (the cpu)
+        for kv in [DType::F32, DType::F16, DType::Q8_0] {
+            if kv != DType::F32 && b.alloc(kv, 1, n_kv_heads * head_dim).is_err() {
+                continue; // a backend without f16 or q8_0 tensors (the cpu; cuda's q8_0)
             }
             for format in [Format::Q4_0, Format::Q8_0, Format::Q4_K, Format::F16] {
                 let what = format!(
@@ -229,7 +229,7 @@ pub fn rope_kv_write<B: Backend>(b: &B) {
         (3, 2, 1, 6, 4, RopeStyle::Neox, false),
     ];
     for (n, heads, kv_heads, hd, n_rot, style, ff) in shapes {
-        for kv in [DType::F32, DType::F16] {
+        for kv in [DType::F32, DType::F16, DType::Q8_0] {
             let what =
                 format!("rope_kv_write n={n} heads={heads}/{kv_heads} hd={hd} n_rot={n_rot} {style:?} ff={ff} {kv:?}");
             let mut rng = Rng::from_name(&what);
@@ -271,8 +271,8 @@ pub fn rope_kv_write<B: Backend>(b: &B) {
                 }
                 [&q, &k, &cache.k, &cache.v].map(|t| read_f32(b, t).unwrap())
             };
-            if kv == DType::F16 && b.alloc(kv, 1, 2).is_err() {
-                continue; // a backend without f16 tensors (the cpu)
+            if kv != DType::F32 && b.alloc(kv, 1, kv_heads * hd).is_err() {
+                continue; // a backend without f16 or q8_0 tensors (the cpu; cuda's q8_0; q8_0 of kv_dim 6)
             }
             let (got, want) = (run(true), run(false));
             for (name, (g, w)) in ["q", "k", "k cache", "v cache"].iter().zip(got.iter().zip(&want)) {

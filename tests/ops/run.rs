@@ -2,7 +2,7 @@
 //! oracle's answer. Returns (expected, actual) for harness::compare.
 
 use ultra::Backend;
-use ultra::backend::{AttnBatch, AttnShape, DType, KvLayer, Tensor};
+use ultra::backend::{AttnBatch, AttnShape, DType, KvLayer, Tensor, kv_q8};
 
 use crate::cases::{AttnCase, Op};
 use crate::harness::{Rng, dequantize, f32_tensor, random_weight, read_f32, read_u32, u32_tensor, upload, widen};
@@ -150,7 +150,9 @@ pub fn run<B: Backend>(b: &B, op: &Op, rng: &mut Rng) -> Outcome {
             let mut cache = kv_layer_as(b, kv, n_slots, kv_dim, &k_cache, &v_cache)?;
             let (k, v) = (f32_tensor(b, n_tokens, kv_dim, &k_new)?, f32_tensor(b, n_tokens, kv_dim, &v_new)?);
             b.kv_write(&k, &v, &u32_tensor(b, n_tokens, 1, &slots)?, &mut cache)?;
-            Ok((widen(&stored(kv, &expected.concat())), read_cache(b, &cache)?))
+            // q8_0: the unquantized values, so the case measures the q8_0 cache's error (cases.rs).
+            let expected = if kv == DType::Q8_0 { expected.concat() } else { stored(kv, kv_dim, &expected.concat()) };
+            Ok((widen(&expected), read_cache(b, &cache)?))
         }
         Op::CopySlots { n_slots, kv_dim, src, dst, n, kv } => {
             let (k_cache, v_cache) = (rng.fill(n_slots * kv_dim, -1.0, 1.0), rng.fill(n_slots * kv_dim, -1.0, 1.0));
@@ -160,7 +162,7 @@ pub fn run<B: Backend>(b: &B, op: &Op, rng: &mut Rng) -> Outcome {
             }
             let mut cache = kv_layer_as(b, kv, n_slots, kv_dim, &k_cache, &v_cache)?;
             b.copy_slots(&mut cache, src, dst, n)?;
-            Ok((widen(&stored(kv, &expected.concat())), read_cache(b, &cache)?))
+            Ok((widen(&stored(kv, kv_dim, &expected.concat())), read_cache(b, &cache)?))
         }
         Op::Attention(ref a) => {
             let setup = PagedAttention::new(rng, a);
@@ -227,7 +229,8 @@ pub fn kv_layer<B: Backend>(b: &B, n_slots: usize, kv_dim: usize, k: &[f32], v: 
     kv_layer_as(b, DType::F32, n_slots, kv_dim, k, v)
 }
 
-/// A cache of `kv` elements (F32 or F16) holding k and v (write_f32 rounds them to an f16 cache).
+/// A cache of `kv` elements (F32, F16 or Q8_0) holding k and v (write_f32 rounds them to an f16
+/// cache, quantizes them to a q8_0 one).
 pub fn kv_layer_as<B: Backend>(
     b: &B,
     kv: DType,
@@ -242,11 +245,16 @@ pub fn kv_layer_as<B: Backend>(
     Ok(layer)
 }
 
-/// The values as a cache of `kv` elements holds them: f16 rounds to nearest even (as `half` and the
-/// kernels' cvt.rn do), f32 keeps them.
-fn stored(kv: DType, values: &[f32]) -> Vec<f32> {
+/// The values as a cache of `kv` elements holds them (rows of `kv_dim`): f16 rounds to nearest even
+/// (as `half` and the kernels' cvt.rn do), q8_0 as the host's `write_f32` quantizes, f32 keeps them.
+fn stored(kv: DType, kv_dim: usize, values: &[f32]) -> Vec<f32> {
     match kv {
         DType::F16 => values.iter().map(|&v| half::f16::from_f32(v).to_f32()).collect(),
+        DType::Q8_0 => {
+            let mut out = vec![0.0; values.len()];
+            kv_q8::decode(&kv_q8::encode(values, kv_dim), kv_dim, &mut out);
+            out
+        }
         _ => values.to_vec(),
     }
 }

@@ -134,6 +134,7 @@ pub fn alloc(dtype: DType, rows: usize, cols: usize) -> Result<Tensor<Cpu>> {
         DType::F32 => CpuBuffer::F32(vec![0.0; len]),
         DType::U32 => CpuBuffer::U32(vec![0; len]),
         DType::F16 => return Err(check::no_f16("cpu")),
+        DType::Q8_0 => return Err(check::no_q8_cache("cpu")),
     };
     Ok(Tensor { buf, rows, cols, dtype })
 }

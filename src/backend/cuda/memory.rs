@@ -56,7 +56,10 @@ impl CudaWeight {
 }
 
 pub fn alloc(cuda: &Cuda, dtype: DType, rows: usize, cols: usize) -> Result<Tensor<Cuda>> {
-    let bytes = rows.checked_mul(cols).and_then(|n| n.checked_mul(dtype.size()));
+    if dtype == DType::Q8_0 {
+        return Err(check::no_q8_cache("cuda"));
+    }
+    let bytes = dtype.row_bytes(cols).and_then(|r| r.checked_mul(rows));
     let bytes = bytes.ok_or_else(|| Error::InvalidArgument(format!("alloc: [{rows}, {cols}] overflows")))?;
     let dev = cuda.alloc_bytes(bytes)?;
     Ok(Tensor { buf: CudaBuffer { dev, mirror: HostMirror::new(dtype, rows * cols) }, rows, cols, dtype })

@@ -19,7 +19,9 @@
 //! An f16 cache (`--kv-type f16`) holds two halves per u32 word: `kv_write_f16` rounds to nearest
 //! even in integer arithmetic (the host's bits on every driver), the attention kernels widen each
 //! staged row with `unpack2x16float` (`kv_f16.wgsl` in place of `kv_f32.wgsl`) and compute as for
-//! an f32 cache, and slot copies move words.
+//! an f32 cache, and slot copies move words. A q8_0 cache (`--kv-type q8_0`) stores each slot's row
+//! as int8 values then f16 block scales (`kv_q8.rs`): `kv_write_q8` quantizes a pair of 32-value
+//! blocks per thread, `kv_q8.wgsl` widens each staged vec4 as q · d, and slot copies move words.
 //!
 //! Batch invariance: the per-row chunk arithmetic never depends on the other rows, the staging
 //! split or the kernel, and the fold is the same function in both, so a token's output is
@@ -29,7 +31,7 @@
 use super::Wgpu;
 use super::context::{GpuBuffer, Job};
 use super::kernels::{Kernel, Variant};
-use crate::backend::{AttnBatch, AttnShape, DType, KvLayer, Tensor, check};
+use crate::backend::{AttnBatch, AttnShape, DType, KvLayer, Tensor, check, kv_q8};
 use crate::error::{Error, Result};
 
 /// Key positions per chunk; must equal attention_fold.wgsl's CHUNK.
@@ -64,15 +66,26 @@ pub fn kv_write(
         let params = [pairs as u32, kv_words as u32, cache.k.rows as u32];
         return be.ctx.dispatch(Variant::plain(Kernel::KvWriteF16), &bufs, &params, be.ctx.grid_1d(pairs));
     }
+    if cache.k.dtype == DType::Q8_0 {
+        // One thread per pair of 32-value blocks (one scale word).
+        let pairs = kv_dim.div_ceil(2 * kv_q8::BLOCK);
+        let n = k.rows * pairs;
+        let params = [n as u32, pairs as u32, kv_dim as u32, cache.k.rows as u32, kv_words(cache) as u32];
+        return be.ctx.dispatch(Variant::plain(Kernel::KvWriteQ8), &bufs, &params, be.ctx.grid_1d(n));
+    }
     let n = k.len();
     let params = [n as u32, kv_dim as u32, cache.k.rows as u32];
     be.ctx.dispatch(Variant::plain(Kernel::KvWrite), &bufs, &params, be.ctx.grid_1d(n))
 }
 
-/// u32 words per cache slot: kv_dim values of f32, or kv_dim / 2 pairs of halves (`alloc` makes
-/// f16 tensors of even width only).
+/// u32 words per cache slot: kv_dim values of f32, kv_dim / 2 pairs of halves (`alloc` makes
+/// f16 tensors of even width only), or a q8_0 row (`kv_q8`).
 fn kv_words(cache: &KvLayer<Wgpu>) -> usize {
-    if cache.k.dtype == DType::F16 { cache.k.cols / 2 } else { cache.k.cols }
+    match cache.k.dtype {
+        DType::F16 => cache.k.cols / 2,
+        DType::Q8_0 => kv_q8::row_words(cache.k.cols),
+        DType::F32 | DType::U32 => cache.k.cols,
+    }
 }
 
 pub fn copy_slots(be: &Wgpu, cache: &mut KvLayer<Wgpu>, src: usize, dst: usize, n: usize) -> Result<()> {
@@ -147,11 +160,11 @@ pub(super) fn attention_q8(
     ];
     let inputs = [&q.buf, &cache.k.buf, &cache.v.buf, &batch.seq.buf, &batch.pos.buf, &batch.block_table.buf];
     let head_groups = (shape.n_heads / hpw) as u32;
-    let kv_f16 = cache.k.dtype == DType::F16;
+    let kv = cache.k.dtype;
     if plan.tiled {
         let bufs = [inputs.as_slice(), &[&dst.buf]].concat();
         let groups = [n_tokens.div_ceil(qt) as u32, head_groups, 1];
-        let v = Variant { kv_f16, ..Variant::plain(Kernel::AttentionTiled) };
+        let v = Variant { kv, ..Variant::plain(Kernel::AttentionTiled) };
         return be.ctx.dispatch(v, &bufs, &params, groups).map(|()| false);
     }
     let part = be.ctx.scratch(plan.part_bytes as u64)?;
@@ -159,7 +172,7 @@ pub(super) fn attention_q8(
     let combine = [shape.n_heads as u32, hd as u32, plan.n_chunks as u32, window];
     be.ctx.dispatch_all(&[
         Job {
-            v: Variant { kv_f16, ..Variant::plain(Kernel::Attention) },
+            v: Variant { kv, ..Variant::plain(Kernel::Attention) },
             bufs: &bufs,
             params: &params,
             groups: [plan.n_chunks as u32, head_groups, n_tokens as u32],

@@ -8,9 +8,12 @@
 //! loop (`norm_apply`, or with `q8` `norm_apply_q8`, which also writes dst's int8 blocks), and
 //! attention_combine its output (`combine_out`, or `combine_out_q8`); the kernels that write int8 x
 //! their block writer (`q8_blocks`); the
-//! attention kernels join the chunk routine and the softmax fold they share (`attention_chunk`,
-//! `attention_fold`), which is what keeps split-K and tiled attention bit-identical.
+//! attention kernels join their cache reader (`kv_f32`, `kv_f16` or `kv_q8`), the chunk routine and
+//! the softmax fold they share (`attention_chunk`, `attention_fold`), which is what keeps split-K
+//! and tiled attention bit-identical; the f16 and q8_0 cache writers their f32 → f16 rounding
+//! (`f16_bits`).
 
+use crate::backend::DType;
 use crate::quant::Format;
 use crate::quant::intn::Scheme;
 
@@ -62,6 +65,7 @@ kernels! {
     GatherRows => "gather_rows", [R, R, W];
     KvWrite => "kv_write", [R, R, R, W, W];
     KvWriteF16 => "kv_write_f16", [R, R, R, W, W];
+    KvWriteQ8 => "kv_write_q8", [R, R, R, W, W];
     CopySlots => "copy_slots", [R, W];
     Attention => "attention", [R, R, R, R, R, R, W];
     AttentionTiled => "attention_tiled", [R, R, R, R, R, R, W];
@@ -105,9 +109,10 @@ pub struct Variant {
     /// integer dot products (`gemv_xq8.wgsl`); only for formats with `int8_gemv`. rms_norm,
     /// add_rms_norm, attention_combine: dst's int8 blocks are written too (`q8_writer`).
     pub q8: bool,
-    /// attention, attention_tiled: the KV cache holds IEEE halves, two per u32 word (read with
-    /// `unpack2x16float`, so no SHADER_F16 is needed).
-    pub kv_f16: bool,
+    /// attention, attention_tiled: what the KV cache holds: f32 (`kv_f32.wgsl`), IEEE halves two
+    /// per u32 word (`kv_f16.wgsl`, read with `unpack2x16float`, so no SHADER_F16 is needed) or
+    /// q8_0 blocks (`kv_q8.wgsl`).
+    pub kv: DType,
 }
 
 impl Variant {
@@ -125,7 +130,7 @@ impl Variant {
             coop: 0,
             split: 1,
             q8: false,
-            kv_f16: false,
+            kv: DType::F32,
         }
     }
 
@@ -177,8 +182,10 @@ impl Variant {
         if self.f16 {
             s += "_f16";
         }
-        if self.kv_f16 {
-            s += "_kvf16";
+        match self.kv {
+            DType::F16 => s += "_kvf16",
+            DType::Q8_0 => s += "_kvq8",
+            DType::F32 | DType::U32 => {}
         }
         s
     }
@@ -238,6 +245,9 @@ impl Variant {
         if matches!(self.kernel, Kernel::QuantizeQ8 | Kernel::SiluMulQ8) || self.q8_writer() {
             src += shader!("q8_blocks");
         }
+        if matches!(self.kernel, Kernel::KvWriteF16 | Kernel::KvWriteQ8) {
+            src += shader!("f16_bits");
+        }
         if matches!(self.kernel, Kernel::Rope | Kernel::RmsNormRope | Kernel::RopeKvWrite) {
             src += shader!("rope_common");
         }
@@ -245,7 +255,11 @@ impl Variant {
             src += shader!("attention_fold");
         }
         if matches!(self.kernel, Kernel::Attention | Kernel::AttentionTiled) {
-            src += if self.kv_f16 { shader!("kv_f16") } else { shader!("kv_f32") };
+            src += match self.kv {
+                DType::F16 => shader!("kv_f16"),
+                DType::Q8_0 => shader!("kv_q8"),
+                DType::F32 | DType::U32 => shader!("kv_f32"),
+            };
             src += shader!("attention_chunk");
         }
         src + self.kernel.body()
@@ -346,7 +360,7 @@ impl Variant {
                     out.extend(Format::ALL.into_iter().map(|f| Variant { format: Some(f), ..Variant::plain(kernel) }))
                 }
                 Kernel::Attention | Kernel::AttentionTiled => {
-                    out.extend([false, true].map(|kv_f16| Variant { kv_f16, ..Variant::plain(kernel) }))
+                    out.extend([DType::F32, DType::F16, DType::Q8_0].map(|kv| Variant { kv, ..Variant::plain(kernel) }))
                 }
                 Kernel::RmsNorm | Kernel::AddRmsNorm | Kernel::AttentionCombine => {
                     out.extend([false, true].map(|q8| Variant { q8, ..Variant::plain(kernel) }))

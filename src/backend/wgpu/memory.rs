@@ -7,7 +7,7 @@ use super::Wgpu;
 use super::context::GpuBuffer;
 use super::repack::repack;
 use crate::backend::host_mirror::HostMirror;
-use crate::backend::{DType, HostBytes, Tensor, Weight, check};
+use crate::backend::{DType, HostBytes, Tensor, Weight, check, kv_q8};
 use crate::error::{Error, Result};
 use crate::quant::Format;
 
@@ -37,7 +37,10 @@ pub fn alloc(be: &Wgpu, dtype: DType, rows: usize, cols: usize) -> Result<Tensor
         let detail = format!("f16 tensors of odd width ({cols}): the f16 KV cache needs an even kv_dim");
         return Err(Error::Unsupported { op: "alloc", backend: "wgpu", detail });
     }
-    let bytes = rows.checked_mul(cols).and_then(|n| n.checked_mul(dtype.size()));
+    if dtype == DType::Q8_0 {
+        kv_q8::check_width("alloc", "wgpu", cols)?;
+    }
+    let bytes = dtype.row_bytes(cols).and_then(|r| r.checked_mul(rows));
     let bytes = bytes.ok_or_else(|| Error::InvalidArgument(format!("alloc: [{rows}, {cols}] overflows")))?;
     let mut buf = be.ctx.buffer(bytes as u64, "tensor")?;
     buf.mirror = HostMirror::new(dtype, rows * cols);
@@ -45,6 +48,12 @@ pub fn alloc(be: &Wgpu, dtype: DType, rows: usize, cols: usize) -> Result<Tensor
 }
 
 pub fn write_f32(be: &Wgpu, dst: &mut Tensor<Wgpu>, data: &[f32]) -> Result<()> {
+    if dst.dtype == DType::Q8_0 {
+        // A q8_0 cache written from the host (tests): whole rows, quantized here (`kv_q8`).
+        check::transfer("write_f32", dst, DType::Q8_0, data.len())?;
+        whole_rows("write_f32", dst, data.len())?;
+        return be.ctx.write_bytes(&dst.buf, bytemuck::cast_slice(&kv_q8::encode(data, dst.cols)));
+    }
     if dst.dtype == DType::F16 {
         // An f16 cache written from the host (tests): rounded here; an odd count pads its last word.
         check::transfer("write_f32", dst, DType::F16, data.len())?;
@@ -58,6 +67,14 @@ pub fn write_f32(be: &Wgpu, dst: &mut Tensor<Wgpu>, data: &[f32]) -> Result<()> 
     be.ctx.write_bytes(&dst.buf, bytemuck::cast_slice(data))
 }
 
+/// A q8_0 tensor moves whole rows: its blocks and their scales are stored per row.
+fn whole_rows(op: &'static str, t: &Tensor<Wgpu>, len: usize) -> Result<()> {
+    if !len.is_multiple_of(t.cols) {
+        return Err(Error::InvalidArgument(format!("{op}: {len} values are not whole rows of {} (q8_0)", t.cols)));
+    }
+    Ok(())
+}
+
 pub fn write_u32(be: &Wgpu, dst: &mut Tensor<Wgpu>, data: &[u32]) -> Result<()> {
     check::transfer("write_u32", dst, DType::U32, data.len())?;
     dst.buf.mirror.record(data);
@@ -66,6 +83,15 @@ pub fn write_u32(be: &Wgpu, dst: &mut Tensor<Wgpu>, data: &[u32]) -> Result<()> 
 
 #[cfg(not(target_arch = "wasm32"))]
 pub fn read_f32(be: &Wgpu, src: &Tensor<Wgpu>, out: &mut [f32]) -> Result<()> {
+    if src.dtype == DType::Q8_0 {
+        // A q8_0 cache read back (tests): whole rows of words, widened here.
+        check::transfer("read_f32", src, DType::Q8_0, out.len())?;
+        whole_rows("read_f32", src, out.len())?;
+        let mut words = vec![0u32; out.len() / src.cols * kv_q8::row_words(src.cols)];
+        be.ctx.read_bytes(&src.buf, bytemuck::cast_slice_mut(&mut words))?;
+        kv_q8::decode(&words, src.cols, out);
+        return Ok(());
+    }
     if src.dtype == DType::F16 {
         // An f16 cache read back (tests): fetched as whole words of halves, widened here.
         check::transfer("read_f32", src, DType::F16, out.len())?;
