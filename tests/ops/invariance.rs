@@ -64,7 +64,8 @@ pub fn rms_norm<B: Backend>(b: &B) {
 /// the same bits. Cases: two prompts plus a speculative-verify tail (wgpu: split-K); one prompt's
 /// 37 tokens across chunk edges and a shuffled mix of prefill chunks and decodes (wgpu: tiled,
 /// while single tokens run split-K, so the two kernels are checked against each other).
-/// Cases of more than `max_tokens` tokens are left out (a backend may switch kernels there).
+/// The serving mix also over an f16 and a q8_0 cache where the backend has them. Cases of more than
+/// `max_tokens` tokens are left out (a backend may switch kernels there).
 pub fn attention<B: Backend>(b: &B, max_tokens: usize) {
     let mixed = AttnCase {
         seq_lens: vec![40, 9, 70],
@@ -80,7 +81,10 @@ pub fn attention<B: Backend>(b: &B, max_tokens: usize) {
     let serving = AttnCase { seq_lens: vec![100, 1, 65, 33], new_tokens: vec![40, 1, 1, 33], ..mixed.clone() };
     // A window (33: not a multiple of the block or of wgpu's 32-key chunk) cuts each kernel's chunks alike.
     let windowed = AttnCase { window: Some(33), ..serving.clone() };
-    for case in [mixed, one_prompt, serving, windowed] {
+    // The f16 and q8_0 caches where the backend has them: each kernel widens the same stored values.
+    let caches = [DType::F16, DType::Q8_0].into_iter().filter(|&kv| b.alloc(kv, 1, 3 * 64).is_ok());
+    let stored: Vec<AttnCase> = caches.map(|kv| AttnCase { kv, ..serving.clone() }).collect();
+    for case in [mixed, one_prompt, serving, windowed].into_iter().chain(stored) {
         if case.new_tokens.iter().sum::<usize>() <= max_tokens {
             attention_case(b, &case);
         }
