@@ -275,8 +275,10 @@ fn write_metadata(w: &mut GgufWriter, p: &Preset, weights: WeightType) {
         .meta("llama.vocab_size", u32_of(p.vocab));
     let (tokens, types) = vocabulary(p.vocab);
     let eos = 256u32;
+    // `gpt-2`, not `gpt2`: the spelling llama.cpp still knows (its GPT-2 split, ours too), so both
+    // engines load the same synthetic file for side-by-side figures.
     w.meta("tokenizer.ggml.model", Value::String("gpt2".into()))
-        .meta("tokenizer.ggml.pre", Value::String("gpt2".into()))
+        .meta("tokenizer.ggml.pre", Value::String("gpt-2".into()))
         .meta("tokenizer.ggml.tokens", Value::Array(ValueType::String, tokens.into_iter().map(Value::String).collect()))
         .meta("tokenizer.ggml.token_type", Value::Array(ValueType::I32, types.into_iter().map(Value::I32).collect()))
         .meta("tokenizer.ggml.merges", Value::Array(ValueType::String, Vec::new()))
