@@ -218,14 +218,17 @@ pub fn silu_mul_matmul<B: Backend>(b: &B) {
 }
 
 /// rope_kv_write == rope(q), rope(k), kv_write(k, v), bit for bit (q, k and both cache halves,
-/// the slots it does not write included): GQA, both pairings, partial rotation, frequency factors,
-/// one token and several, an f32 and an f16 cache.
+/// the slots it does not write included): GQA, both pairings, partial rotation in both, frequency
+/// factors, one token and several, an f32, an f16 and a q8_0 cache. wgpu's f16 kernel takes
+/// quads of k, so n_rot = 6 (not a multiple of 4) runs its three ops instead.
 pub fn rope_kv_write<B: Backend>(b: &B) {
     // (n_tokens, n_heads, n_kv_heads, head_dim, n_rot, style, factors)
     let shapes = [
         (1, 9, 3, 64, 64, RopeStyle::Normal, false),
         (7, 8, 2, 128, 128, RopeStyle::Neox, true),
         (5, 4, 4, 32, 16, RopeStyle::Normal, true),
+        (4, 6, 2, 64, 32, RopeStyle::Neox, true),
+        (2, 4, 2, 16, 6, RopeStyle::Normal, false),
         (3, 2, 1, 6, 4, RopeStyle::Neox, false),
     ];
     for (n, heads, kv_heads, hd, n_rot, style, ff) in shapes {

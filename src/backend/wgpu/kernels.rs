@@ -58,6 +58,7 @@ kernels! {
     Rope => "rope", [W, R, R];
     RmsNormRope => "rms_norm_rope", [W, R, R, R];
     RopeKvWrite => "rope_kv_write", [W, W, R, R, R, R, W, W];
+    RopeKvWriteF16 => "rope_kv_write_f16", [W, W, R, R, R, R, W, W];
     SiluMul => "silu_mul", [R, R, W];
     GeluMul => "gelu_mul", [R, R, W];
     AddAssign => "add_assign", [W, R];
@@ -245,10 +246,10 @@ impl Variant {
         if matches!(self.kernel, Kernel::QuantizeQ8 | Kernel::SiluMulQ8) || self.q8_writer() {
             src += shader!("q8_blocks");
         }
-        if matches!(self.kernel, Kernel::KvWriteF16 | Kernel::KvWriteQ8) {
+        if matches!(self.kernel, Kernel::KvWriteF16 | Kernel::KvWriteQ8 | Kernel::RopeKvWriteF16) {
             src += shader!("f16_bits");
         }
-        if matches!(self.kernel, Kernel::Rope | Kernel::RmsNormRope | Kernel::RopeKvWrite) {
+        if matches!(self.kernel, Kernel::Rope | Kernel::RmsNormRope | Kernel::RopeKvWrite | Kernel::RopeKvWriteF16) {
             src += shader!("rope_common");
         }
         if matches!(self.kernel, Kernel::Attention | Kernel::AttentionTiled | Kernel::AttentionCombine) {
