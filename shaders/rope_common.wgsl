@@ -1,4 +1,4 @@
-// rope_common  rope_cs, rotate, rope_pair: one RoPE pair rotation, shared by rope, rope_kv_write and rms_norm_rope
+// rope_common  rope_cs, rotate, rope_pair: one RoPE pair rotation, shared by rope, rope_kv_write(_f16) and rms_norm_rope
 // Layout       none (library text)
 // Launch       none
 // Numerics     f32 angle = pos · freq_scale · (theta^(-2i / n_rot) / ff_i), reduced mod 2π exactly

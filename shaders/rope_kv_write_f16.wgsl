@@ -7,39 +7,11 @@
 //                    pairing), then per pair of v values, flattened over a 2D grid of 256-thread groups
 // Numerics           rope's rotation, then kv_write_f16's rounding (f16_bits): the bits of the three ops
 
-struct Params {
-    n_tokens: u32, n_heads: u32, n_kv_heads: u32, head_dim: u32,
-    n_rot: u32, theta: f32, freq_scale: f32, neox: u32,
-    has_ff: u32, n_slots: u32,
-}
-
-@group(0) @binding(0) var<uniform> params: Params;
-@group(0) @binding(1) var<storage, read_write> q: array<f32>;
-@group(0) @binding(2) var<storage, read_write> k: array<f32>;
-// v is read as its bits (as kv_write_f16 reads it): a float load could flush or canonicalize them.
+// Bindings 0–2 and 4–6, cs_at and rope_q come from rope_kv_common.wgsl. v is read as its bits (as kv_write_f16
+// reads it): a float load could flush or canonicalize them.
 @group(0) @binding(3) var<storage, read> v: array<u32>;
-@group(0) @binding(4) var<storage, read> pos: array<u32>;
-@group(0) @binding(5) var<storage, read> slot: array<u32>;
-@group(0) @binding(6) var<storage, read> ff: array<f32>;
 @group(0) @binding(7) var<storage, read_write> k_cache: array<u32>;
 @group(0) @binding(8) var<storage, read_write> v_cache: array<u32>;
-
-// cos and sin of pair i at token t's position.
-fn cs_at(t: u32, i: u32) -> vec2<f32> {
-    var f = 1.0;
-    if (params.has_ff != 0u) {
-        f = ff[i];
-    }
-    return rope_cs(pos[t], i, params.n_rot, params.theta, params.freq_scale, f);
-}
-
-// Pair i of head `head` (t · n_heads + h) of q, rotated in place.
-fn rope_q(head: u32, i: u32) {
-    let p = rope_pair(i, params.n_rot, params.neox) + vec2<u32>(head * params.head_dim);
-    let r = rotate(q[p.x], q[p.y], cs_at(head / params.n_heads, i));
-    q[p.x] = r.x;
-    q[p.y] = r.y;
-}
 
 // Two halves as one cache word.
 fn pack(a: f32, b: f32) -> u32 {

@@ -11,7 +11,8 @@
 //! attention kernels join their cache reader (`kv_f32`, `kv_f16` or `kv_q8`), the chunk routine and
 //! the softmax fold they share (`attention_chunk`, `attention_fold`), which is what keeps split-K
 //! and tiled attention bit-identical; the f16 and q8_0 cache writers their f32 → f16 rounding
-//! (`f16_bits`).
+//! (`f16_bits`); the RoPE kernels the rotation (`rope_common`), and rope_kv_write and
+//! rope_kv_write_f16 also their bindings and q pass (`rope_kv_common`).
 
 use crate::backend::DType;
 use crate::quant::Format;
@@ -251,6 +252,9 @@ impl Variant {
         }
         if matches!(self.kernel, Kernel::Rope | Kernel::RmsNormRope | Kernel::RopeKvWrite | Kernel::RopeKvWriteF16) {
             src += shader!("rope_common");
+        }
+        if matches!(self.kernel, Kernel::RopeKvWrite | Kernel::RopeKvWriteF16) {
+            src += shader!("rope_kv_common");
         }
         if matches!(self.kernel, Kernel::Attention | Kernel::AttentionTiled | Kernel::AttentionCombine) {
             src += shader!("attention_fold");
