@@ -36,13 +36,13 @@ pub fn dtype<B: Backend>(op: &'static str, name: &str, t: &Tensor<B>, dtype: DTy
     Ok(())
 }
 
-/// How a backend without f16 kernels refuses an f16 tensor (only a KV cache asks for one).
-/// A backend without kernels for the q8_0 KV cache.
+/// How a backend without q8_0 kernels refuses a q8_0 tensor (only a KV cache asks for one).
 pub fn no_q8_cache(backend: &'static str) -> Error {
     let detail = "q8_0 tensors (the q8_0 KV cache is wgpu's; use `--kv-type f16` or `f32`)".to_string();
     Error::Unsupported { op: "alloc", backend, detail }
 }
 
+/// How a backend without f16 kernels refuses an f16 tensor (only a KV cache asks for one).
 pub fn no_f16(backend: &'static str) -> Error {
     let detail = "f16 tensors (the f16 KV cache is the GPU backends'; use `--kv-type f32`)".to_string();
     Error::Unsupported { op: "alloc", backend, detail }

@@ -3,17 +3,17 @@
 //!
 //! A slot's row of `kv_dim` values (a multiple of 32) is cut into blocks of 32, each stored as
 //! llama.cpp's q8_0 stores it: an f16 scale `d = max |x| / 127` and 32 integers `round(x / d)` in
-//! [-127, 127] (d taken as max |x| · (1 / 127), which is within an ulp of the quotient). The bytes are laid out for a GPU that reads u32 words, not as ggml's 34-byte
-//! blocks: first the row's `kv_dim` int8 values (value 4i + j in byte j of word i, so one word is
-//! the vec4 attention stages), then its block scales, two f16 per word (block 2i in the low half).
-//! A row is `kv_dim / 4 + ceil(kv_dim / 64)` words: 1.0625 bytes per value when kv_dim is a
-//! multiple of 64, as ggml's q8_0.
+//! [-127, 127] (d taken as max |x| · (1 / 127), within an ulp of the quotient). The bytes are laid
+//! out for a GPU that reads u32 words, not as ggml's 34-byte blocks: first the row's `kv_dim` int8
+//! values (value 4i + j in byte j of word i, so one word is the vec4 attention stages), then its
+//! block scales, two f16 per word (block 2i in the low half). A row is `kv_dim / 4 + ceil(kv_dim /
+//! 64)` words: 1.0625 bytes per value when kv_dim is a multiple of 64, as ggml's q8_0.
 //!
 //! Numerics: q = round-half-even(x · (1 / d)) with d and 1 / d in f32, then d rounded to f16 (the
 //! shader's arithmetic: d has the host's bits on every GPU, but 1 / d is the driver's division, so
-//! a GPU may put a value that sits on a rounding edge one step away). Reading widens exactly: q · d is
-//! exact in f32. A block holding an infinity or NaN stores a NaN scale and zeros, so every value of
-//! it reads back NaN: a poisoned slot cannot pass for data.
+//! a GPU may put a value that sits on a rounding edge one step away). Reading widens exactly:
+//! q · d is exact in f32. A block holding an infinity or NaN stores a NaN scale and zeros, so every
+//! value of it reads back NaN: a poisoned slot cannot pass for data.
 
 use crate::error::{Error, Result};
 

@@ -46,7 +46,7 @@ impl DType {
         match self {
             DType::F32 | DType::U32 => cols.checked_mul(4),
             DType::F16 => cols.checked_mul(2),
-            DType::Q8_0 => Some(kv_q8::row_words(cols) * 4),
+            DType::Q8_0 => kv_q8::row_words(cols).checked_mul(4),
         }
     }
 }

@@ -78,14 +78,10 @@ pub fn kv_write(
     be.ctx.dispatch(Variant::plain(Kernel::KvWrite), &bufs, &params, be.ctx.grid_1d(n))
 }
 
-/// u32 words per cache slot: kv_dim values of f32, kv_dim / 2 pairs of halves (`alloc` makes
-/// f16 tensors of even width only), or a q8_0 row (`kv_q8`).
+/// u32 words per cache slot: its row's bytes, which `alloc` keeps whole words (f16 rows of even
+/// width, q8_0 rows of whole blocks).
 fn kv_words(cache: &KvLayer<Wgpu>) -> usize {
-    match cache.k.dtype {
-        DType::F16 => cache.k.cols / 2,
-        DType::Q8_0 => kv_q8::row_words(cache.k.cols),
-        DType::F32 | DType::U32 => cache.k.cols,
-    }
+    cache.k.dtype.row_bytes(cache.k.cols).unwrap_or(0) / 4
 }
 
 pub fn copy_slots(be: &Wgpu, cache: &mut KvLayer<Wgpu>, src: usize, dst: usize, n: usize) -> Result<()> {
