@@ -215,6 +215,9 @@ fn synth_tiny_then_info_and_bench_on_it() {
     assert!(
         v["prefill_tok_s"]["median"].as_f64().unwrap() > 0.0 && v["decode_tok_s"]["median"].as_f64().unwrap() > 0.0
     );
+    let (bytes, gb_s) = (v["decode_weight_bytes"].as_f64().unwrap(), v["decode_weight_gb_s"].as_f64().unwrap());
+    let expected = bytes * v["decode_tok_s"]["median"].as_f64().unwrap() / 1e9;
+    assert!(bytes > 0.0 && (gb_s - expected).abs() <= 1e-9 * expected, "{v}");
     let v =
         one_json(&ultra(&["bench", "--model", model, "-p", "16", "-n", "4", "-r", "1", "--batch", "1,2", "--json"]));
     let points = v["batch"]["points"].as_array().unwrap();

@@ -16,7 +16,7 @@ pub mod serve;
 pub mod speculative;
 
 pub use batch::{BatchPoint, BatchReport, bench_batch};
-pub use decode::{BenchReport, bench};
+pub use decode::{BenchReport, bench, decode_weight_bytes};
 pub use prompts::bench_prompts;
 pub use speculative::{DraftSource, SpecPoint, SpecPrompt, SpecReport, bench_speculative, target_layout};
 

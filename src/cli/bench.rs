@@ -37,11 +37,17 @@ fn run_on<B: Backend>(backend: B, gguf: &Gguf, args: &BenchArgs) -> Result<()> {
             Runner::new(backend.clone(), model.clone(), CacheLayout::plain(1, p + n).with_kv_dtype(kv), p + n)?;
         let report = bench::bench(&mut runner, p, n, runs)?;
         super::request::merge(&mut out, serde_json::to_value(&report)?);
+        // Weight bytes × tok/s: the bandwidth decode achieves, to hold against the device's.
+        let weights = bench::decode_weight_bytes(gguf);
+        let gb_s = weights as f64 * report.decode_tok_s.median / 1e9;
+        out["decode_weight_bytes"] = json!(weights);
+        out["decode_weight_gb_s"] = json!(gb_s);
         if !args.json {
             let (pre, dec) = (&report.prefill_tok_s, &report.decode_tok_s);
             println!("backend {} | {} runs", backend.name(), pre.runs.len());
             println!("pp{p:<5} {:>9.1} tok/s  (min {:.1}, max {:.1})", pre.median, pre.min, pre.max);
             println!("tg{n:<5} {:>9.1} tok/s  (min {:.1}, max {:.1})", dec.median, dec.min, dec.max);
+            println!("decode reads {:.3} GB of weights a token: {gb_s:.1} GB/s at the median", weights as f64 / 1e9);
         }
     }
     if let Some(list) = &args.batch {
