@@ -62,7 +62,7 @@ def ultra_bench(a, model, p, n):
 def ultra_cells(a, model):
     pp = ultra_bench(a, model, a.prompt, a.gen)
     tg = pp if a.tg_depth is None else ultra_bench(a, model, a.tg_depth, a.gen)
-    return {"pp": pp["prefill_tok_s"]["median"], "tg": tg["decode_tok_s"]["median"]}
+    return {"pp": pp["prefill_tok_s"]["median"], "tg": tg["decode_tok_s"]["median"], "gb_s": tg["decode_weight_gb_s"]}
 
 
 def llama_cells(a, model, env):
@@ -113,7 +113,8 @@ def table(a, results, env_variants):
     lows = {}
     for rnd, label, r in results["models"]:
         ours = r["ultra"]
-        lines.append(f"| {rnd} | {label} | ultra {a.backend} | {ours['pp']:,.1f} | | {ours['tg']:,.1f} | |")
+        tg = f"{ours['tg']:,.1f} ({ours['gb_s']:,.0f} GB/s of weights)"
+        lines.append(f"| {rnd} | {label} | ultra {a.backend} | {ours['pp']:,.1f} | | {tg} | |")
         for name, _ in env_variants:
             theirs = r[name]
             cells = []
