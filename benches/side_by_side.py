@@ -77,15 +77,15 @@ def llama_cells(a, model, env):
 
 
 def batched(a, model, env_variants):
-    sizes = a.batch
     args = [a.ultra, "bench", "--backend", a.backend, "--model", model, "-p", str(a.prompt), "-n", str(a.gen)]
-    args += ["-r", "1", "--batch", sizes, "--kv-type", a.batch_kv, "--json", *shlex.split(a.ultra_args)]
+    args += ["-r", "1", "--batch", a.batch, "--kv-type", a.batch_kv, "--json", *shlex.split(a.ultra_args)]
     points = json_lines(run(args))[-1]["batch"]["points"]
     out = {"ultra": {p["batch"]: p["decode_tok_s"]["median"] for p in points}}
+    # Room for every sequence's prompt and tokens, plus a margin llama.cpp's cache rounding eats.
+    ctx = (a.prompt + a.gen) * max(int(b) for b in a.batch.split(",")) + 512
+    cmd = [a.batched_bench, "-m", model, "-c", str(ctx), "-b", "2048", "-ub", "512", "-npp", str(a.prompt)]
+    cmd += ["-ntg", str(a.gen), "-npl", a.batch, "--output-format", "jsonl", *shlex.split(a.batched_args)]
     for name, env in env_variants:
-        ctx = (a.prompt + a.gen) * max(int(b) for b in sizes.split(",")) + 512
-        cmd = [a.batched_bench, "-m", model, "-c", str(ctx), "-b", "2048", "-ub", "512", "-npp", str(a.prompt)]
-        cmd += ["-ntg", str(a.gen), "-npl", sizes, "--output-format", "jsonl", *shlex.split(a.batched_args)]
         out[name] = {r["pl"]: r["speed_tg"] for r in json_lines(run(cmd, env))}
     return out
 

@@ -38,7 +38,7 @@ fn run_once<B: Backend>(runner: &mut Runner<B>, prompt: &[u32], n_gen: usize) ->
 /// `output.weight` (a tied head: the embedding is then the vocabulary projection, read whole).
 /// The KV cache and the activations are not counted.
 pub fn decode_weight_bytes(gguf: &Gguf) -> u64 {
-    let tied = !gguf.tensors.iter().any(|t| t.name == "output.weight");
+    let tied = gguf.tensor("output.weight").is_none();
     gguf.tensors.iter().filter(|t| tied || t.name != "token_embd.weight").map(|t| t.n_bytes).sum()
 }
 
