@@ -148,9 +148,11 @@ op_suite!(cpu_amx: ultra::Cpu => crate::harness::or_skip("AMX", "ULTRA_REQUIRE_A
 // cooperative matrices off, so the tiled GEMM is checked on every adapter (wgpu_coop checks them),
 // runs the GEMV on int8 activations (the GPU default; a CPU adapter's would be f32, which
 // wgpu_fallbacks checks) and turns the opt-in silu fusion on, so that its kernel (matmul_vec_silu,
-// for the formats without int8 values) is checked too.
+// for the formats without int8 values) is checked too, as is split-K attention reading K and V
+// straight into registers (attention_direct, the GPU default; a CPU adapter's default is
+// attention.wgsl, which wgpu_fallbacks and the invariance rows check).
 #[cfg(feature = "wgpu")]
-op_suite!(wgpu: ultra::Wgpu => crate::harness::or_skip("wgpu", "ULTRA_REQUIRE_WGPU", ultra::Wgpu::with_options(ultra::backend::wgpu::Options::from_env().without_coopmat().with_int8_gemv().with_silu_fusion())),
+op_suite!(wgpu: ultra::Wgpu => crate::harness::or_skip("wgpu", "ULTRA_REQUIRE_WGPU", ultra::Wgpu::with_options(ultra::backend::wgpu::Options::from_env().without_coopmat().with_int8_gemv().with_silu_fusion().with_attn_direct())),
     invariance: crate::harness::or_skip("wgpu", "ULTRA_REQUIRE_WGPU", ultra::Wgpu::with_options(ultra::backend::wgpu::Options::from_env().without_coopmat().with_int8_gemv().with_silu_fusion().invariant())),
     matmul_rows: 70, attn_tokens: usize::MAX);
 // The fallback kernels (no subgroups, no f16, f32 GEMVs), as `ULTRA_WGPU_DISABLE=subgroups,f16 ULTRA_WGPU_INT8=0` select.

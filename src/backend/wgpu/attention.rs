@@ -11,6 +11,12 @@
 //!   chunks × n_kv_heads workgroups where the old 256-position chunks gave 3 × n_heads, each of
 //!   which walked 256 keys serially. The partials scratch only spans chunks up to the batch's
 //!   furthest position and is bounded by PART_BUDGET (beyond it the batch runs tiled).
+//!   On GPUs, where batch invariance is not asked for, the first pass is `attention_direct.wgsl`
+//!   instead: every K and V load of the chunk is issued at once, straight into registers (four
+//!   threads per key for the scores, a thread per column and key group for o), so a chunk costs
+//!   two memory round trips where staging 16 rows at a time through workgroup memory cost a
+//!   dependent load per row per thread. Same partials, same combine; a different order of sums,
+//!   hence not the tiled kernel's bits.
 //! - Tiled (`attention_tiled.wgsl`), for prefill, chunked prefill and mixed batches: one workgroup
 //!   per (tile of qt tokens, GQA group) walks the whole context, sharing each staged K/V row among
 //!   its qt · hpw ≤ 16 query rows and folding in registers: no scratch. Tokens of a tile may belong
@@ -23,7 +29,8 @@
 //! as int8 values then f16 block scales (`kv_q8.rs`): `kv_write_q8` quantizes a pair of 32-value
 //! blocks per thread, `kv_q8.wgsl` widens each staged vec4 as q · d, and slot copies move words.
 //!
-//! Batch invariance: the per-row chunk arithmetic never depends on the other rows, the staging
+//! Batch invariance (`Options::batch_invariant`, which keeps `attention_direct` off): the per-row chunk
+//! arithmetic never depends on the other rows, the staging
 //! split or the kernel, and the fold is the same function in both, so a token's output is
 //! bit-identical whichever kernel and batch ran it (`invariance_attention` runs a batch tiled and
 //! each token split-K). The plan below picks a kernel for speed only.
@@ -39,6 +46,8 @@ const CHUNK: usize = 32;
 /// Query rows (token × head pairs) and staged-query vec4s per workgroup: attention.wgsl's QH, QV.
 const SPLIT_ROWS: usize = 8;
 const SPLIT_QV: usize = 256;
+/// Query rows per workgroup of attention_direct.wgsl (its QH; staged queries as split-K's).
+const DIRECT_ROWS: usize = 4;
 /// The same for attention_tiled.wgsl, and its workgroup memory (qs, kv, sc, mx, nk, slots).
 const TILED_ROWS: usize = 16;
 const TILED_QV: usize = 512;
@@ -138,7 +147,13 @@ pub(super) fn attention_q8(
     // 0 = no window (check::attention rejects Some(0) and windows past u32).
     let window = shape.window.unwrap_or(0) as u32;
     let group = shape.n_heads / shape.n_kv_heads;
-    let (rows, qv) = if plan.tiled { (TILED_ROWS, TILED_QV) } else { (SPLIT_ROWS, SPLIT_QV) };
+    // attention_direct's head must be whole vec4 column classes (4 per key), its heads per workgroup ≤ 4.
+    let direct = !plan.tiled && be.ctx.attn_direct && hd.is_multiple_of(16);
+    let (rows, qv) = match (plan.tiled, direct) {
+        (true, _) => (TILED_ROWS, TILED_QV),
+        (false, true) => (DIRECT_ROWS, SPLIT_QV),
+        (false, false) => (SPLIT_ROWS, SPLIT_QV),
+    };
     let hpw = heads_per_workgroup(group, hd / 4, rows, qv);
     let qt = if plan.tiled { (rows / hpw).min(qv / (hpw * hd / 4)) } else { 1 };
     let params = [
@@ -168,7 +183,7 @@ pub(super) fn attention_q8(
     let combine = [shape.n_heads as u32, hd as u32, plan.n_chunks as u32, window];
     be.ctx.dispatch_all(&[
         Job {
-            v: Variant { kv, ..Variant::plain(Kernel::Attention) },
+            v: split_pass(direct, kv, hpw, hd / 4),
             bufs: &bufs,
             params: &params,
             groups: [plan.n_chunks as u32, head_groups, n_tokens as u32],
@@ -181,6 +196,15 @@ pub(super) fn attention_q8(
         },
     ])?;
     Ok(xq.is_some())
+}
+
+/// Split-K's first pass: `attention_direct` (K and V straight into registers) or `attention`
+/// (staged through workgroup memory). Both write the same partials for the same combine.
+fn split_pass(direct: bool, kv: DType, hpw: usize, hd4: usize) -> Variant {
+    match direct {
+        true => Variant { kv, heads: hpw as u32, hd4: hd4 as u32, ..Variant::plain(Kernel::AttentionDirect) },
+        false => Variant { kv, ..Variant::plain(Kernel::Attention) },
+    }
 }
 
 /// Which kernel runs a batch, and the split-K scratch it would need. Both kernels give the same

@@ -95,6 +95,12 @@ pub struct Options {
     /// CPU adapters and in browsers; Some(true) for every such GEMV, Some(false) for none
     /// (`ULTRA_WGPU_INT8=1` / `0`).
     pub int8_gemv: Option<bool>,
+    /// Run split-K decode attention's first pass with K and V read straight from storage into
+    /// registers (`attention_direct.wgsl`) instead of staged through workgroup memory
+    /// (`attention.wgsl`). Its order of sums is not the tiled kernel's, so never with
+    /// `batch_invariant`. None (the default): on GPU adapters; Some(true) also on CPU adapters (how
+    /// lavapipe checks it); Some(false) never (`ULTRA_WGPU_ATTN_DIRECT=1` / `0`).
+    pub attn_direct: Option<bool>,
 }
 
 impl Options {
@@ -124,9 +130,15 @@ impl Options {
             Ok("0") => Some(false),
             _ => None,
         };
+        let attn_direct = match std::env::var("ULTRA_WGPU_ATTN_DIRECT").as_deref() {
+            Ok("1") => Some(true),
+            Ok("0") => Some(false),
+            _ => None,
+        };
         let silu_fusion = std::env::var("ULTRA_WGPU_SILU_FUSION").as_deref() == Ok("1");
         let submit_every = std::env::var("ULTRA_WGPU_SUBMIT_EVERY").ok().and_then(|v| v.trim().parse().ok());
         Options {
+            attn_direct,
             submit_every,
             coopmat,
             coop_dequant,
@@ -160,6 +172,12 @@ impl Options {
     /// These options with the quantized GEMV on int8 activations wherever the format allows it.
     pub fn with_int8_gemv(self) -> Options {
         Options { int8_gemv: Some(true), ..self }
+    }
+
+    /// These options with split-K attention's first pass reading K and V straight into registers
+    /// on every adapter.
+    pub fn with_attn_direct(self) -> Options {
+        Options { attn_direct: Some(true), ..self }
     }
 
     /// These options with batch invariance kept.
@@ -234,6 +252,9 @@ pub struct Context {
     pub(crate) cpu_adapter: bool,
     /// Options::batch_invariant: matmul never takes the tiled path.
     pub(crate) batch_invariant: bool,
+    /// Options::attn_direct, resolved: split-K attention's first pass is `attention_direct` where
+    /// the head fits it.
+    pub(crate) attn_direct: bool,
     /// Options::vec_unroll.
     pub(crate) vec_unroll: Option<u32>,
     /// Not Options::disable_stage_x.
@@ -395,6 +416,8 @@ impl Context {
             None => (info.device_type != wgpu::DeviceType::Cpu && info.backend != wgpu::Backend::BrowserWebGpu)
                 .then_some(INT8_MIN_VALUES),
         };
+        let attn_direct =
+            !options.batch_invariant && options.attn_direct.unwrap_or(info.device_type != wgpu::DeviceType::Cpu);
         Ok(Context {
             profiler,
             device,
@@ -409,6 +432,7 @@ impl Context {
             },
             cpu_adapter,
             batch_invariant: options.batch_invariant,
+            attn_direct,
             vec_unroll: options.vec_unroll,
             stage_x: !options.disable_stage_x,
             silu_fusion: options.silu_fusion,

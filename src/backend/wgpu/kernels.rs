@@ -70,6 +70,7 @@ kernels! {
     KvWriteQ8 => "kv_write_q8", [R, R, R, W, W];
     CopySlots => "copy_slots", [R, W];
     Attention => "attention", [R, R, R, R, R, R, W];
+    AttentionDirect => "attention_direct", [R, R, R, R, R, R, W];
     AttentionTiled => "attention_tiled", [R, R, R, R, R, R, W];
     AttentionCombine => "attention_combine", [R, R, W];
     QuantizeQ8 => "quantize_q8", [R, W];
@@ -115,6 +116,10 @@ pub struct Variant {
     /// per u32 word (`kv_f16.wgsl`, read with `unpack2x16float`, so no SHADER_F16 is needed) or
     /// q8_0 blocks (`kv_q8.wgsl`).
     pub kv: DType,
+    /// attention_direct: query heads per workgroup (QH) and the head's vec4 columns (HD4); 0 for
+    /// other kernels.
+    pub heads: u32,
+    pub hd4: u32,
 }
 
 impl Variant {
@@ -133,6 +138,8 @@ impl Variant {
             split: 1,
             q8: false,
             kv: DType::F32,
+            heads: 0,
+            hd4: 0,
         }
     }
 
@@ -183,6 +190,9 @@ impl Variant {
         }
         if self.f16 {
             s += "_f16";
+        }
+        if self.heads > 0 {
+            s += &format!("_h{}_d{}", self.heads, 4 * self.hd4);
         }
         match self.kv {
             DType::F16 => s += "_kvf16",
@@ -256,15 +266,23 @@ impl Variant {
         if matches!(self.kernel, Kernel::RopeKvWrite | Kernel::RopeKvWriteF16) {
             src += shader!("rope_kv_common");
         }
-        if matches!(self.kernel, Kernel::Attention | Kernel::AttentionTiled | Kernel::AttentionCombine) {
+        if self.kernel == Kernel::AttentionDirect {
+            src += &format!("const QH: u32 = {}u;\nconst HD4: u32 = {}u;\n", self.heads, self.hd4);
+        }
+        if matches!(
+            self.kernel,
+            Kernel::Attention | Kernel::AttentionDirect | Kernel::AttentionTiled | Kernel::AttentionCombine
+        ) {
             src += shader!("attention_fold");
         }
-        if matches!(self.kernel, Kernel::Attention | Kernel::AttentionTiled) {
+        if matches!(self.kernel, Kernel::Attention | Kernel::AttentionDirect | Kernel::AttentionTiled) {
             src += match self.kv {
                 DType::F16 => shader!("kv_f16"),
                 DType::Q8_0 => shader!("kv_q8"),
                 DType::F32 | DType::U32 => shader!("kv_f32"),
             };
+        }
+        if matches!(self.kernel, Kernel::Attention | Kernel::AttentionTiled) {
             src += shader!("attention_chunk");
         }
         src + self.kernel.body()
@@ -366,6 +384,17 @@ impl Variant {
                 }
                 Kernel::Attention | Kernel::AttentionTiled => {
                     out.extend([DType::F32, DType::F16, DType::Q8_0].map(|kv| Variant { kv, ..Variant::plain(kernel) }))
+                }
+                Kernel::AttentionDirect => {
+                    // llama-8b (4 heads, hd 128), SmolLM2 (3, hd 64), head_dim 256, 96 and 32.
+                    for (heads, hd4) in [(4, 32), (3, 16), (4, 64), (2, 24), (1, 8)] {
+                        out.extend([DType::F32, DType::F16, DType::Q8_0].map(|kv| Variant {
+                            kv,
+                            heads,
+                            hd4,
+                            ..Variant::plain(kernel)
+                        }))
+                    }
                 }
                 Kernel::RmsNorm | Kernel::AddRmsNorm | Kernel::AttentionCombine => {
                     out.extend([false, true].map(|q8| Variant { q8, ..Variant::plain(kernel) }))
