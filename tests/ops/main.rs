@@ -150,9 +150,10 @@ op_suite!(cpu_amx: ultra::Cpu => crate::harness::or_skip("AMX", "ULTRA_REQUIRE_A
 // wgpu_fallbacks checks) and turns the opt-in silu fusion on, so that its kernel (matmul_vec_silu,
 // for the formats without int8 values) is checked too, as is split-K attention reading K and V
 // straight into registers (attention_direct, the GPU default; a CPU adapter's default is
-// attention.wgsl, which wgpu_fallbacks and the invariance rows check).
+// attention.wgsl, which wgpu_fallbacks and the invariance rows check), and the opt-in add + RMSNorm
+// spread over a row's workgroups (add_rms_norm_split: norm_matmuls_equals_its_parts checks its bits).
 #[cfg(feature = "wgpu")]
-op_suite!(wgpu: ultra::Wgpu => crate::harness::or_skip("wgpu", "ULTRA_REQUIRE_WGPU", ultra::Wgpu::with_options(ultra::backend::wgpu::Options::from_env().without_coopmat().with_int8_gemv().with_silu_fusion().with_attn_direct())),
+op_suite!(wgpu: ultra::Wgpu => crate::harness::or_skip("wgpu", "ULTRA_REQUIRE_WGPU", ultra::Wgpu::with_options(ultra::backend::wgpu::Options::from_env().without_coopmat().with_int8_gemv().with_silu_fusion().with_attn_direct().with_norm_split())),
     invariance: crate::harness::or_skip("wgpu", "ULTRA_REQUIRE_WGPU", ultra::Wgpu::with_options(ultra::backend::wgpu::Options::from_env().without_coopmat().with_int8_gemv().with_silu_fusion().invariant())),
     matmul_rows: 70, attn_tokens: usize::MAX);
 // The fallback kernels (no subgroups, no f16, f32 GEMVs), as `ULTRA_WGPU_DISABLE=subgroups,f16 ULTRA_WGPU_INT8=0` select.

@@ -101,6 +101,10 @@ pub struct Options {
     /// `batch_invariant`. None (the default): on GPU adapters; Some(true) also on CPU adapters (how
     /// lavapipe checks it); Some(false) never (`ULTRA_WGPU_ATTN_DIRECT=1` / `0`).
     pub attn_direct: Option<bool>,
+    /// Run the int8-writing add + RMSNorm of one decode row over several workgroups
+    /// (`add_rms_norm_split.wgsl`, the same bits) instead of one (`ULTRA_WGPU_NORM_SPLIT=1`).
+    /// Off by default: not yet timed on a GPU.
+    pub norm_split: bool,
 }
 
 impl Options {
@@ -136,9 +140,11 @@ impl Options {
             _ => None,
         };
         let silu_fusion = std::env::var("ULTRA_WGPU_SILU_FUSION").as_deref() == Ok("1");
+        let norm_split = std::env::var("ULTRA_WGPU_NORM_SPLIT").as_deref() == Ok("1");
         let submit_every = std::env::var("ULTRA_WGPU_SUBMIT_EVERY").ok().and_then(|v| v.trim().parse().ok());
         Options {
             attn_direct,
+            norm_split,
             submit_every,
             coopmat,
             coop_dequant,
@@ -178,6 +184,11 @@ impl Options {
     /// on every adapter.
     pub fn with_attn_direct(self) -> Options {
         Options { attn_direct: Some(true), ..self }
+    }
+
+    /// These options with the int8-writing add + RMSNorm spread over each row's workgroups.
+    pub fn with_norm_split(self) -> Options {
+        Options { norm_split: true, ..self }
     }
 
     /// These options with batch invariance kept.
@@ -255,6 +266,8 @@ pub struct Context {
     /// Options::attn_direct, resolved: split-K attention's first pass is `attention_direct` where
     /// the head fits it.
     pub(crate) attn_direct: bool,
+    /// Options::norm_split.
+    pub(crate) norm_split: bool,
     /// Options::vec_unroll.
     pub(crate) vec_unroll: Option<u32>,
     /// Not Options::disable_stage_x.
@@ -275,6 +288,8 @@ pub struct Context {
     errors: Arc<Mutex<Vec<String>>>,
     next_id: AtomicU64,
     pub(crate) transfers: AtomicU64,
+    /// add_rms_norm_split's per-row counters (`norm_counters`).
+    norm_counters: Mutex<Option<Arc<GpuBuffer>>>,
     /// Split-K attention's partials and the cache-copy staging (`scratch`).
     scratch: Mutex<Option<Arc<GpuBuffer>>>,
     /// x as int8 blocks between the kernel that writes them and the GEMVs that read them (`int8_x`).
@@ -433,6 +448,7 @@ impl Context {
             cpu_adapter,
             batch_invariant: options.batch_invariant,
             attn_direct,
+            norm_split: options.norm_split,
             vec_unroll: options.vec_unroll,
             stage_x: !options.disable_stage_x,
             silu_fusion: options.silu_fusion,
@@ -456,6 +472,7 @@ impl Context {
             int8_x: Mutex::default(),
             f16_w: Mutex::default(),
             f16_x: Mutex::default(),
+            norm_counters: Mutex::default(),
             unused,
         })
     }
@@ -488,6 +505,12 @@ impl Context {
     /// silu_mul_q8 and read by the GEMVs recorded after it, before the next writer.
     pub fn int8_x(&self, bytes: u64) -> Result<Arc<GpuBuffer>> {
         self.grown(&self.int8_x, bytes, "int8 x")
+    }
+
+    /// add_rms_norm_split's counters, one u32 per row (at least `rows`): zero on creation, and each
+    /// dispatch leaves them zero (a row's last workgroup resets its own).
+    pub fn norm_counters(&self, rows: usize) -> Result<Arc<GpuBuffer>> {
+        self.grown(&self.norm_counters, (rows * 4) as u64, "norm counters")
     }
 
     /// The buffer of a weight's rows decoded to f16 for matmul_coop16 (at least `bytes`).

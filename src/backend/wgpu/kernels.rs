@@ -56,6 +56,7 @@ kernels! {
     Embed => "embed", [R, R, W];
     RmsNorm => "rms_norm", [R, R, W];
     AddRmsNorm => "add_rms_norm", [W, R, R, W];
+    AddRmsNormSplit => "add_rms_norm_split", [W, R, R, W, W, W];
     Rope => "rope", [W, R, R];
     RmsNormRope => "rms_norm_rope", [W, R, R, R];
     RopeKvWrite => "rope_kv_write", [W, W, R, R, R, R, W, W];
@@ -254,7 +255,7 @@ impl Variant {
         if self.kernel == Kernel::AttentionCombine {
             src += if self.q8 { shader!("combine_out_q8") } else { shader!("combine_out") };
         }
-        if matches!(self.kernel, Kernel::QuantizeQ8 | Kernel::SiluMulQ8) || self.q8_writer() {
+        if matches!(self.kernel, Kernel::QuantizeQ8 | Kernel::SiluMulQ8 | Kernel::AddRmsNormSplit) || self.q8_writer() {
             src += shader!("q8_blocks");
         }
         if matches!(self.kernel, Kernel::KvWriteF16 | Kernel::KvWriteQ8 | Kernel::RopeKvWriteF16) {
