@@ -22,7 +22,6 @@ struct Params { d: u32, eps: f32, rows: u32 }
 @group(0) @binding(5) var<storage, read_write> xq: array<u32>;
 @group(0) @binding(6) var<storage, read_write> done: array<atomic<u32>>;
 
-var<workgroup> partial: array<f32, WG>;
 var<workgroup> last: u32;
 
 @compute @workgroup_size(WG)
@@ -45,15 +44,7 @@ fn add_rms_norm_split(@builtin(workgroup_id) wg: vec3<u32>, @builtin(num_workgro
             sum_sq = fma(v[k], v[k], sum_sq);
         }
     }
-    partial[lane] = sum_sq;
-    workgroupBarrier();
-    for (var s = WG / 2u; s > 0u; s >>= 1u) {
-        if (lane < s) {
-            partial[lane] += partial[lane + s];
-        }
-        workgroupBarrier();
-    }
-    let scale = 1.0 / sqrt(partial[0] / f32(d) + params.eps);
+    let scale = row_scale(sum_sq, d, params.eps, lane);
     // This workgroup's vec4 of the row: x + y again (the sums the lanes above hold, in other lanes).
     let vecs = d / 4u;
     let j = wg.x * WG + lane;

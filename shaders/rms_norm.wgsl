@@ -13,8 +13,6 @@ struct Params { d: u32, eps: f32, rows: u32 }
 @group(0) @binding(2) var<storage, read> gain: array<f32>;
 @group(0) @binding(3) var<storage, read_write> dst: array<f32>;
 
-var<workgroup> partial: array<f32, WG>;
-
 @compute @workgroup_size(WG)
 fn rms_norm(@builtin(workgroup_id) wg: vec3<u32>, @builtin(local_invocation_index) lane: u32) {
     let start = wg.x * params.d;
@@ -30,14 +28,6 @@ fn rms_norm(@builtin(workgroup_id) wg: vec3<u32>, @builtin(local_invocation_inde
         let v = x[start + i];
         sum_sq = fma(v, v, sum_sq);
     }
-    partial[lane] = sum_sq;
-    workgroupBarrier();
-    for (var s = WG / 2u; s > 0u; s >>= 1u) {
-        if (lane < s) {
-            partial[lane] += partial[lane + s];
-        }
-        workgroupBarrier();
-    }
-    let scale = 1.0 / sqrt(partial[0] / f32(params.d) + params.eps);
+    let scale = row_scale(sum_sq, params.d, params.eps, lane);
     apply_norm(start, scale, lane);
 }

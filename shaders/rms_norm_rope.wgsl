@@ -15,8 +15,6 @@ struct Params {
 @group(0) @binding(3) var<storage, read> pos: array<u32>;
 @group(0) @binding(4) var<storage, read> ff: array<f32>;
 
-var<workgroup> partial: array<f32, WG>;
-
 @compute @workgroup_size(WG)
 fn rms_norm_rope(@builtin(workgroup_id) wg: vec3<u32>, @builtin(local_invocation_index) lane: u32) {
     let hd = params.head_dim;
@@ -26,15 +24,7 @@ fn rms_norm_rope(@builtin(workgroup_id) wg: vec3<u32>, @builtin(local_invocation
         let v = x[base + i];
         sum_sq = fma(v, v, sum_sq);
     }
-    partial[lane] = sum_sq;
-    workgroupBarrier();
-    for (var s = WG / 2u; s > 0u; s >>= 1u) {
-        if (lane < s) {
-            partial[lane] += partial[lane + s];
-        }
-        workgroupBarrier();
-    }
-    let scale = 1.0 / sqrt(partial[0] / f32(hd) + params.eps);
+    let scale = row_scale(sum_sq, hd, params.eps, lane);
     let half_rot = params.n_rot / 2u;
     for (var i = lane; i < half_rot; i += WG) {
         var f = 1.0;

@@ -4,7 +4,8 @@
 //! helpers, `kquant.wgsl`; for the group-wise formats after `intn.wgsl`, one decoder per scheme
 //! with the group size a constant) to their body; matmul joins the reduction it was built with,
 //! matmul_tiled the K step of its arithmetic (`tile32_f32.wgsl` or `tile32_f16.wgsl`), matmul_coop
-//! and matmul_coop16 their matrix side, subgroup size, matrix type aliases and epilogue (`coop_store`); the two RMSNorm kernels their output
+//! and matmul_coop16 their matrix side, subgroup size, matrix type aliases and epilogue (`coop_store`); the RMSNorm
+//! kernels their row scale (`norm_scale`), and the two plain ones their output
 //! loop (`norm_apply`, or with `q8` `norm_apply_q8`, which also writes dst's int8 blocks), and
 //! attention_combine its output (`combine_out`, or `combine_out_q8`); the kernels that write int8 x
 //! their block writer (`q8_blocks`); the
@@ -248,6 +249,9 @@ impl Variant {
         if self.q8_writer() {
             // The int8 blocks' binding follows the kernel's own (`writes`).
             src += &format!("@group(0) @binding({}) var<storage, read_write> xq: array<u32>;\n", self.writes().len());
+        }
+        if matches!(self.kernel, Kernel::RmsNorm | Kernel::AddRmsNorm | Kernel::AddRmsNormSplit | Kernel::RmsNormRope) {
+            src += shader!("norm_scale");
         }
         if matches!(self.kernel, Kernel::RmsNorm | Kernel::AddRmsNorm) {
             src += if self.q8 { shader!("norm_apply_q8") } else { shader!("norm_apply") };
