@@ -207,8 +207,9 @@ fn split_pass(direct: bool, kv: DType, hpw: usize, hd4: usize) -> Variant {
     }
 }
 
-/// Which kernel runs a batch, and the split-K scratch it would need. Both kernels give the same
-/// bits, so this is only about speed (and the scratch bound).
+/// Which kernel runs a batch, and the split-K scratch it would need. The tiled kernel and the
+/// staged split-K pass give the same bits, so this is only about speed (and the scratch bound);
+/// `attention_direct`, which does not, never runs under batch invariance.
 struct Plan {
     tiled: bool,
     /// Chunks per (token, head) in the split-K layout: up to the batch's furthest position.
