@@ -86,35 +86,31 @@ fn attention_direct(@builtin(workgroup_id) wg: vec3<u32>, @builtin(local_invocat
         dots[(r * CHUNK + key) * 4u + u] = (a.x + a.y) + (a.z + a.w);
     }
     workgroupBarrier();
-    for (var i = lane; i < QH * CHUNK; i += WG) {
-        let j = i % CHUNK;
-        let s = (dots[4u * i] + dots[4u * i + 1u]) + (dots[4u * i + 2u] + dots[4u * i + 3u]);
-        probs[i] = select(NEG, s, j >= k0 && j < n);
+    // QH ≤ 4, so lane i is at most one (head, key) pair: head i / CHUNK, key i % CHUNK.
+    let pair = lane < QH * CHUNK;
+    let head = lane / CHUNK;
+    let jk = lane % CHUNK;
+    let seen = jk >= k0 && jk < n;
+    if (pair) {
+        let s = (dots[4u * lane] + dots[4u * lane + 1u]) + (dots[4u * lane + 2u] + dots[4u * lane + 3u]);
+        probs[lane] = select(NEG, s, seen);
     }
     workgroupBarrier();
-    // Each (head, key) thread finds its head's max itself (the same sequence of reads, so the same value).
-    var ps: array<f32, (QH * CHUNK + WG - 1u) / WG>;
-    for (var k = 0u; k < (QH * CHUNK + WG - 1u) / WG; k++) {
-        let i = lane + k * WG;
-        if (i < QH * CHUNK) {
-            let r = i / CHUNK;
-            var m = NEG;
-            for (var j = k0; j < n; j++) {
-                m = max(m, probs[r * CHUNK + j]);
-            }
-            let j = i % CHUNK;
-            ps[k] = select(0.0, exp(probs[i] - m), j >= k0 && j < n);
-            if (j == 0u) {
-                maxes[r] = m;
-            }
+    // Each pair's thread finds its head's max itself (the same sequence of reads, so the same value).
+    var prob = 0.0;
+    if (pair) {
+        var m = NEG;
+        for (var j = k0; j < n; j++) {
+            m = max(m, probs[head * CHUNK + j]);
+        }
+        prob = select(0.0, exp(probs[lane] - m), seen);
+        if (jk == 0u) {
+            maxes[head] = m;
         }
     }
     workgroupBarrier();
-    for (var k = 0u; k < (QH * CHUNK + WG - 1u) / WG; k++) {
-        let i = lane + k * WG;
-        if (i < QH * CHUNK) {
-            probs[i] = ps[k];
-        }
+    if (pair) {
+        probs[lane] = prob;
     }
     workgroupBarrier();
     if (grp < G) {

@@ -38,7 +38,7 @@ pub fn add_rms_norm(
 /// add_rms_norm_split.wgsl's threads per workgroup (each one vec4 of the row's output) and widest row
 /// (WG · MAXK values per lane).
 const SPLIT_WG: usize = 256;
-const SPLIT_MAX_D: usize = 256 * 32;
+const SPLIT_MAX_D: usize = SPLIT_WG * 32;
 
 /// [x += y, then] dst = rms_norm(x), and dst's rows as int8 blocks (`q8_blocks.wgsl`, in the
 /// context's int8-x buffer) in the same dispatch; x.cols must be a multiple of 32.
